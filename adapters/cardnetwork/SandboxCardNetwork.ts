@@ -1,0 +1,81 @@
+// A card network in memory that answers by card number, after Stripe's test cards, so that every answer
+// the port can give is reachable from a request without a processor account. Like a real network it
+// checks neither the Luhn digit nor the expiry date: the core has done that before it asks.
+import { Effect, Layer, Option, Redacted } from "effect"
+import {
+  type Authorization,
+  type AuthorizationRequest,
+  type CardErrorCode,
+  CardNetwork,
+  type CardNetworkShape
+} from "../../core/CardNetwork.ts"
+
+// What a card decides, before an adapter gives an approval its authorization code.
+export type SandboxOutcome =
+  | { readonly _tag: "Approved" }
+  | { readonly _tag: "Declined"; readonly code: CardErrorCode; readonly declineCode?: string }
+
+export interface SandboxCard {
+  readonly pan: string
+  readonly description: string
+  readonly outcome: SandboxOutcome
+  // 3-D Secure: declined with authentication_required unless the request carries an authentication value,
+  // and approved when it does.
+  readonly approvedWhenAuthenticated?: true
+}
+
+const approved: SandboxOutcome = { _tag: "Approved" }
+const declined = (code: CardErrorCode, declineCode?: string): SandboxOutcome =>
+  declineCode === undefined ? { _tag: "Declined", code } : { _tag: "Declined", code, declineCode }
+
+// The table, as data for the documentation and the tests. Any card number not listed is approved.
+export const sandboxCards: ReadonlyArray<SandboxCard> = [
+  { pan: "4242424242424242", description: "Visa, approved", outcome: approved },
+  { pan: "5555555555554444", description: "Mastercard, approved", outcome: approved },
+  { pan: "4000000000000069", description: "expired card", outcome: declined("expired_card") },
+  { pan: "4000000000000002", description: "generic decline", outcome: declined("card_declined", "generic_decline") },
+  { pan: "4000000000009995", description: "insufficient funds", outcome: declined("insufficient_funds") },
+  { pan: "4000000000000127", description: "incorrect CVC", outcome: declined("incorrect_cvc") },
+  { pan: "4000000000000119", description: "processing error", outcome: declined("processing_error") },
+  { pan: "4000000000009987", description: "lost card", outcome: declined("card_declined", "lost_card") },
+  { pan: "4000000000009979", description: "stolen card", outcome: declined("card_declined", "stolen_card") },
+  {
+    pan: "4000002760003184",
+    description: "3-D Secure required",
+    outcome: declined("authentication_required"),
+    approvedWhenAuthenticated: true
+  }
+]
+
+const byPan: ReadonlyMap<string, SandboxCard> = new Map(sandboxCards.map((card) => [card.pan, card]))
+
+// The decision for a card number (plain digits) and whether an authentication value came with it.
+export const sandboxDecision = (pan: string, authenticated: boolean): SandboxOutcome => {
+  const card = byPan.get(pan)
+  if (card === undefined) return approved
+  if (card.approvedWhenAuthenticated === true && authenticated) return approved
+  return card.outcome
+}
+
+// "SBX" and three digits from the transfer id: the same transfer gets the same code, as it would from a
+// processor that honours idempotency keys.
+export const sandboxAuthorizationCode = (transferId: string): string => {
+  let hash = 0
+  for (let i = 0; i < transferId.length; i++) hash = (hash * 31 + transferId.charCodeAt(i)) >>> 0
+  return `SBX${String(hash % 1000).padStart(3, "0")}`
+}
+
+const authorize = (request: AuthorizationRequest): Effect.Effect<Authorization> =>
+  Effect.sync(() => {
+    const outcome = sandboxDecision(Redacted.value(request.pan), Option.isSome(request.authenticationValue))
+    return outcome._tag === "Approved"
+      ? { _tag: "Approved", authorizationCode: sandboxAuthorizationCode(request.transferId) }
+      : outcome
+  })
+
+const layer: Layer.Layer<CardNetwork> = Layer.succeed(
+  CardNetwork,
+  CardNetwork.of({ authorize } satisfies CardNetworkShape)
+)
+
+export const SandboxCardNetwork = { layer, authorize } as const

@@ -1,0 +1,176 @@
+// Mailer over SMTP with nodemailer. One connection per mail (no pool): confirmation mails are few, and a
+// fresh connection never trips over a half-dead pooled one.
+import { Config, type ConfigError, Duration, Effect, Layer, Redacted } from "effect"
+import nodemailer from "nodemailer"
+import { MailDeliveryFailed } from "../../core/Errors.ts"
+import { type Mail, Mailer, type MailerShape } from "../../core/Mailer.ts"
+
+export interface SmtpMailerOptions {
+  // smtp://user:pass@host:port or smtps://... (query parameters such as ?requireTLS=true go to nodemailer).
+  readonly url: Redacted.Redacted<string>
+  // The From header and envelope sender, e.g. "Newsletter <no-reply@example.com>".
+  readonly from: string
+  // Upper bound for one send, connection included. Defaults to SendTimeout.
+  readonly timeout?: Duration.DurationInput
+}
+
+// Each wait of the SMTP conversation (TCP connect, greeting, any reply) gives up after this: a server
+// that is down or stuck fails the send fast and the outbox retries later.
+export const ConnectionTimeout = Duration.seconds(10)
+// The whole send. Below the outbox lease (60 s), so a slow server never makes a second worker send the
+// same row while this one is still talking.
+export const SendTimeout = Duration.seconds(25)
+
+export const DefaultFrom = "Newsletter <no-reply@localhost>"
+
+// Anything that leaves this module as text is scrubbed of the credentials in the URL.
+const scrubberFor = (url: URL): (text: string) => string => {
+  const secrets = new Set<string>()
+  for (const raw of [url.password, url.username]) {
+    if (raw === "") continue
+    secrets.add(raw)
+    try {
+      secrets.add(decodeURIComponent(raw))
+    } catch {
+      // not valid percent-encoding: the raw form is all there is
+    }
+  }
+  const ordered = [...secrets].sort((a, b) => b.length - a.length)
+  return (text) => ordered.reduce((acc, secret) => acc.split(secret).join("***"), text)
+}
+
+const parseUrl = (url: Redacted.Redacted<string>): URL => {
+  let parsed: URL
+  try {
+    parsed = new URL(Redacted.value(url))
+  } catch {
+    // The TypeError of URL carries the input, password included: it must not end up in a log.
+    throw new Error("SMTP URL is not a valid URL (expected smtp://user:pass@host:port or smtps://...)")
+  }
+  if (parsed.protocol !== "smtp:" && parsed.protocol !== "smtps:") {
+    throw new Error(`SMTP URL must start with smtp:// or smtps://, not ${parsed.protocol}//`)
+  }
+  if (parsed.hostname === "") throw new Error("SMTP URL has no host")
+  return parsed
+}
+
+interface SmtpError {
+  readonly code?: unknown
+  readonly originalCode?: unknown
+  readonly responseCode?: unknown
+  readonly command?: unknown
+  readonly response?: unknown
+  readonly message?: unknown
+}
+
+// 5xx is a permanent reply, except 503 (bad sequence of commands: the session was in the wrong state, a new
+// connection can do better). Replies about our own login are not about the message either: with wrong SMTP
+// credentials every mail fails until an operator fixes them, and they should go out then, not be dropped.
+export const isPermanent = (error: { readonly code?: unknown; readonly responseCode?: unknown }): boolean =>
+  typeof error.responseCode === "number" &&
+  error.responseCode >= 500 &&
+  error.responseCode <= 599 &&
+  error.responseCode !== 503 &&
+  error.code !== "EAUTH" &&
+  error.code !== "ENOAUTH"
+
+const firstLine = (value: unknown): string | undefined => {
+  if (typeof value !== "string") return undefined
+  const line = value.split(/\r?\n/, 1)[0]!.trim()
+  return line === "" ? undefined : line.length > 200 ? `${line.slice(0, 200)}...` : line
+}
+
+// Built from the parts of the error, never from the connection options.
+export const describeFailure = (err: unknown): { readonly reason: string; readonly permanent: boolean } => {
+  const e: SmtpError = typeof err === "object" && err !== null ? (err as SmtpError) : { message: String(err) }
+  const parts = [
+    typeof e.code === "string" ? e.code : undefined,
+    typeof e.originalCode === "string" && e.originalCode !== e.code ? e.originalCode : undefined,
+    typeof e.responseCode === "number" ? String(e.responseCode) : undefined,
+    typeof e.command === "string" ? `at ${e.command}` : undefined
+  ].filter((p): p is string => p !== undefined)
+  const detail = firstLine(e.response) ?? firstLine(e.message) ?? "unknown error"
+  return {
+    reason: `SMTP ${parts.length > 0 ? `${parts.join(" ")}: ` : ""}${detail}`,
+    permanent: isPermanent(e)
+  }
+}
+
+export const make = (options: SmtpMailerOptions) =>
+  Effect.gen(function*() {
+    // A bad URL is a configuration bug: the layer dies, with a message that holds no credentials.
+    const url = yield* Effect.sync(() => parseUrl(options.url))
+    const scrub = scrubberFor(url)
+    const sendTimeout = options.timeout === undefined ? SendTimeout : Duration.decode(options.timeout)
+    // No single wait may outlast the whole send.
+    const waitMs = Duration.toMillis(Duration.min(ConnectionTimeout, sendTimeout))
+
+    const transport = yield* Effect.acquireRelease(
+      Effect.try({
+        try: () =>
+          nodemailer.createTransport({
+            url: Redacted.value(options.url),
+            connectionTimeout: waitMs,
+            greetingTimeout: waitMs,
+            socketTimeout: waitMs,
+            dnsTimeout: waitMs,
+            logger: false
+          }),
+        catch: (err) => new Error(`could not create the SMTP transport: ${scrub(describeFailure(err).reason)}`)
+      }).pipe(Effect.orDie),
+      (t) => Effect.sync(() => t.close())
+    )
+
+    const fail = (err: unknown) => {
+      const { reason, permanent } = describeFailure(err)
+      return new MailDeliveryFailed({ reason: scrub(reason), permanent })
+    }
+
+    const send = (mail: Mail) =>
+      Effect.tryPromise({
+        try: (signal) =>
+          transport.sendMail({
+            from: options.from,
+            to: { name: mail.to.name, address: mail.to.address },
+            subject: mail.subject,
+            text: mail.text,
+            html: mail.html,
+            headers: { ...mail.headers },
+            signal
+          }),
+        catch: fail
+      }).pipe(
+        Effect.flatMap((info) => {
+          // With one recipient a refusal is an error already; this catches a partial accept all the same.
+          const rejected: ReadonlyArray<unknown> = Array.isArray(info.rejected) ? info.rejected : []
+          if (rejected.length === 0) return Effect.void
+          const first: unknown = Array.isArray(info.rejectedErrors) ? info.rejectedErrors[0] : undefined
+          return Effect.fail(fail(first ?? { code: "EENVELOPE", message: "recipient rejected" }))
+        }),
+        Effect.timeoutFail({
+          duration: sendTimeout,
+          onTimeout: () =>
+            new MailDeliveryFailed({
+              reason: `SMTP ETIMEDOUT: no answer within ${Duration.format(sendTimeout)}`,
+              permanent: false
+            })
+        }),
+        Effect.withSpan("SmtpMailer.send", { attributes: { "smtp.host": url.hostname } })
+      )
+
+    return Mailer.of({ send } satisfies MailerShape)
+  })
+
+const layer = (options: SmtpMailerOptions): Layer.Layer<Mailer> => Layer.scoped(Mailer, make(options))
+
+// SMTP_URL (secret) and MAIL_FROM from the environment.
+const config = Config.all({
+  url: Config.redacted("SMTP_URL"),
+  from: Config.string("MAIL_FROM").pipe(Config.withDefault(DefaultFrom))
+})
+
+const layerConfig: Layer.Layer<Mailer, ConfigError.ConfigError> = Layer.unwrapEffect(
+  Effect.map(config, layer)
+)
+
+export const SmtpMailer = { layer, layerConfig, make, config } as const

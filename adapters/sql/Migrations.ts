@@ -1,0 +1,139 @@
+import * as Migrator from "@effect/sql/Migrator"
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Clock, Effect } from "effect"
+import { Dialect } from "./Dialect.ts"
+
+// One list for every database the service runs on; adapters/sql/Dialect.ts holds the few words that differ.
+const m0001_subscriptions = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  const { time, types: T } = yield* Dialect
+  const now = yield* Clock.currentTimeMillis
+  yield* sql`CREATE TABLE feeds (
+    name TEXT PRIMARY KEY,
+    title TEXT NOT NULL,
+    created_at ${T.time} NOT NULL,
+    updated_at ${T.time} NOT NULL
+  )`
+  yield* sql`INSERT INTO feeds (name, title, created_at, updated_at) VALUES ('default', 'Newsletter', ${time(now)}, ${
+    time(now)
+  })`
+  yield* sql`CREATE TABLE subscriptions (
+    id ${T.serial},
+    email TEXT NOT NULL,
+    email_key TEXT NOT NULL,
+    name TEXT NOT NULL,
+    feed TEXT NOT NULL REFERENCES feeds (name),
+    status TEXT NOT NULL CHECK (status IN ('pending', 'active', 'unsubscribed')),
+    created_at ${T.time} NOT NULL,
+    updated_at ${T.time} NOT NULL,
+    UNIQUE (email_key, feed)
+  )`
+  yield* sql`CREATE TABLE subscription_tokens (
+    hash TEXT PRIMARY KEY,
+    subscription_id ${T.reference} NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+    purpose TEXT NOT NULL CHECK (purpose IN ('confirm', 'unsubscribe')),
+    created_at ${T.time} NOT NULL,
+    expires_at ${T.time},
+    used_at ${T.time}
+  )`
+  yield* sql`CREATE INDEX subscription_tokens_subscription ON subscription_tokens (subscription_id)`
+  // The transactional outbox: a row is written in the same transaction as the subscription it mails.
+  // next_attempt_at NULL with sent_at NULL means the worker gave up (last_error says why).
+  yield* sql`CREATE TABLE mail_outbox (
+    id ${T.serial},
+    kind TEXT NOT NULL CHECK (kind IN ('confirmation')),
+    subscription_id ${T.reference} NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+    created_at ${T.time} NOT NULL,
+    next_attempt_at ${T.time},
+    attempts INTEGER NOT NULL DEFAULT 0,
+    sent_at ${T.time},
+    last_error TEXT
+  )`
+  yield* sql`CREATE INDEX mail_outbox_due ON mail_outbox (next_attempt_at) WHERE sent_at IS NULL`
+  yield* sql`CREATE INDEX mail_outbox_subscription ON mail_outbox (subscription_id, created_at)`
+})
+
+// Card data rule: these tables hold brand, last four, expiry and a keyed fingerprint of the card; never
+// the card number, the CVC or the authentication value.
+const m0002_transfers = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  const { types: T } = yield* Dialect
+  yield* sql`CREATE TABLE api_clients (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    key_hash TEXT NOT NULL UNIQUE,
+    created_at ${T.time} NOT NULL
+  )`
+  yield* sql`CREATE TABLE transfers (
+    id TEXT PRIMARY KEY,
+    client_id TEXT NOT NULL REFERENCES api_clients (id),
+    reference TEXT NOT NULL,
+    amount ${T.money} NOT NULL CHECK (amount > 0),
+    currency TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'declined')),
+    sender_first_name TEXT NOT NULL,
+    sender_middle_name TEXT,
+    sender_email TEXT NOT NULL,
+    card_brand TEXT NOT NULL,
+    card_last4 TEXT NOT NULL,
+    card_exp_month INTEGER NOT NULL,
+    card_exp_year INTEGER NOT NULL,
+    card_fingerprint TEXT NOT NULL,
+    recipient_first_name TEXT NOT NULL,
+    recipient_middle_name TEXT,
+    recipient_email TEXT NOT NULL,
+    recipient_merchant_id TEXT NOT NULL,
+    failure_code TEXT,
+    decline_code TEXT,
+    authorization_code TEXT,
+    created_at ${T.time} NOT NULL,
+    UNIQUE (client_id, reference)
+  )`
+  yield* sql`CREATE INDEX transfers_client_created ON transfers (client_id, created_at, id)`
+  yield* sql`CREATE TABLE idempotency_keys (
+    client_id TEXT NOT NULL REFERENCES api_clients (id),
+    idempotency_key TEXT NOT NULL,
+    request_hash TEXT NOT NULL,
+    started_at ${T.time} NOT NULL,
+    response_status INTEGER,
+    response_body TEXT,
+    completed_at ${T.time},
+    PRIMARY KEY (client_id, idempotency_key)
+  )`
+  yield* sql`CREATE TABLE service_secrets (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+  )`
+})
+
+// Feeds are deleted softly, so the collection's Last-Modified moves on a deletion too.
+const m0003_feed_deletion = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  const { types: T } = yield* Dialect
+  yield* sql`ALTER TABLE feeds ADD COLUMN deleted_at ${T.time}`
+})
+
+export const migrations = Migrator.fromRecord({
+  "0001_subscriptions": m0001_subscriptions,
+  "0002_transfers": m0002_transfers,
+  "0003_feed_deletion": m0003_feed_deletion
+})
+
+const migrate = Migrator.make({})({ loader: migrations })
+
+// Instances starting together on one PostgreSQL database would race creating the migrations table; a
+// session advisory lock, held on a connection of its own, runs them one after the other. (On SQLite,
+// BEGIN IMMEDIATE already does.)
+const MigrationLock = "7061797375620001"
+export const runMigrations = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  const { pg } = yield* Dialect
+  if (!pg) return yield* migrate
+  return yield* Effect.scoped(Effect.gen(function*() {
+    const lockHolder = yield* sql.reserve
+    yield* lockHolder.executeRaw(`SELECT pg_advisory_lock(${MigrationLock})`, [])
+    return yield* migrate.pipe(
+      Effect.ensuring(Effect.ignore(lockHolder.executeRaw(`SELECT pg_advisory_unlock(${MigrationLock})`, [])))
+    )
+  }))
+})

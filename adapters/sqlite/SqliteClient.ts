@@ -1,0 +1,202 @@
+import * as Reactivity from "@effect/experimental/Reactivity"
+import * as Client from "@effect/sql/SqlClient"
+import type { Connection } from "@effect/sql/SqlConnection"
+import { SqlError } from "@effect/sql/SqlError"
+import * as Statement from "@effect/sql/Statement"
+import { Context, Deferred, Effect, FiberRef, Layer, Scope } from "effect"
+import type { OpenSqlite, SqliteStatement } from "./SqliteDriver.ts"
+
+// An @effect/sql client over one SQLite connection. Unlike @effect/sql-sqlite-node it starts transactions
+// with BEGIN IMMEDIATE (a transaction that reads then writes takes the write lock up front, so two processes
+// on one file cannot both read the old state), fsyncs every commit (synchronous=FULL: money and mail
+// obligations must survive a power cut), commits concurrent transactions in groups (one fsync for many; see
+// below) and runs on any driver behind SqliteDriver.
+export interface SqliteClientOptions {
+  readonly filename: string
+  readonly open: OpenSqlite
+  readonly busyTimeoutMs?: number
+}
+
+const pragmas = (busyTimeoutMs: number) => [
+  "PRAGMA journal_mode = WAL",
+  "PRAGMA synchronous = FULL",
+  "PRAGMA foreign_keys = ON",
+  `PRAGMA busy_timeout = ${busyTimeoutMs}`
+]
+
+export const make = (
+  options: SqliteClientOptions
+): Effect.Effect<Client.SqlClient, SqlError, Scope.Scope | Reactivity.Reactivity> =>
+  Effect.gen(function*() {
+    const db = yield* Effect.acquireRelease(
+      Effect.try({
+        try: () => {
+          const db = options.open(options.filename)
+          for (const pragma of pragmas(options.busyTimeoutMs ?? 5000)) db.exec(pragma)
+          return db
+        },
+        catch: (cause) => new SqlError({ cause, message: `Failed to open SQLite database ${options.filename}` })
+      }),
+      (db) => Effect.sync(() => db.close())
+    )
+
+    const statements = new Map<string, SqliteStatement>()
+    const prepare = (sql: string) => {
+      let statement = statements.get(sql)
+      if (statement === undefined) {
+        if (statements.size >= 500) statements.clear()
+        statement = db.prepare(sql)
+        statements.set(sql, statement)
+      }
+      return statement
+    }
+
+    const run = (sql: string, params: ReadonlyArray<unknown>, raw: boolean) =>
+      Effect.try({
+        try: () => {
+          const statement = prepare(sql)
+          if (statement.reader) return statement.all(params) as ReadonlyArray<any>
+          const result = statement.run(params)
+          return raw ? (result as unknown as ReadonlyArray<any>) : []
+        },
+        catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" })
+      })
+
+    const unprepared = (sql: string, params?: ReadonlyArray<unknown>) =>
+      Effect.try({
+        try: () => {
+          const statement = db.prepare(sql)
+          return (statement.reader
+            ? statement.all(params ?? [])
+            : (statement.run(params ?? []), [])) as ReadonlyArray<any>
+        },
+        catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" })
+      })
+
+    // The statements that open, close and undo transactions and groups: prepared once, from the cache.
+    const control = (sql: string) => run(sql, [], false)
+
+    // Group commit. Logical transactions run one at a time (the semaphore), each as a SAVEPOINT inside one
+    // physical BEGIN IMMEDIATE ... COMMIT that stays open while more of them queue up; a single COMMIT (one
+    // fsync) then makes the whole group durable, and only then does each of them return. Statements outside
+    // a transaction that ran inside an open group wait for its COMMIT too, so no caller ever acts on, or
+    // answers with, data that is not yet durable.
+    const semaphore = yield* Effect.makeSemaphore(1)
+    interface Group {
+      readonly durable: Deferred.Deferred<void, SqlError>
+      committing: boolean
+      members: number
+    }
+    // A bound on how long one group holds the write lock (and on the latency it adds).
+    const MaxGroup = 64
+    let open: Group | undefined
+    const committedGroup = yield* FiberRef.make<Group | undefined>(undefined)
+
+    // Runs with the semaphore held.
+    const commitOpen = Effect.suspend(() => {
+      const group = open
+      if (group === undefined) return Effect.void
+      open = undefined
+      return Effect.asVoid(control("COMMIT")).pipe(
+        Effect.tapError(() => Effect.ignore(control("ROLLBACK"))),
+        Effect.exit,
+        Effect.flatMap((exit) => Deferred.done(group.durable, exit))
+      )
+    })
+    const commitGroup = (group: Group) =>
+      semaphore.withPermits(1)(Effect.suspend(() => open === group ? commitOpen : Effect.void))
+
+    // Yield once first, so that transactions already waiting for the semaphore join the group.
+    const durable = (group: Group) =>
+      Effect.suspend(() => {
+        if (!group.committing) {
+          group.committing = true
+          Effect.runFork(Effect.zipRight(Effect.yieldNow(), commitGroup(group)))
+        }
+        return Deferred.await(group.durable)
+      })
+
+    const Logical = "paysub_logical"
+    const groupStatements: Record<string, Effect.Effect<ReadonlyArray<any>, SqlError>> = {
+      "BEGIN GROUP": Effect.suspend(() => {
+        const full = open !== undefined && open.members >= MaxGroup ? commitOpen : Effect.void
+        const begin = Effect.suspend(() =>
+          open === undefined
+            ? Effect.zipRight(
+              control("BEGIN IMMEDIATE"),
+              Effect.flatMap(
+                Deferred.make<void, SqlError>(),
+                (d) => Effect.sync(() => open = { durable: d, committing: false, members: 0 })
+              )
+            )
+            : Effect.void
+        )
+        return Effect.zipRight(
+          Effect.zipRight(full, begin),
+          Effect.zipLeft(control(`SAVEPOINT ${Logical}`), Effect.sync(() => open!.members++))
+        )
+      }),
+      "COMMIT GROUP": Effect.zipRight(
+        control(`RELEASE SAVEPOINT ${Logical}`),
+        Effect.suspend(() => Effect.as(FiberRef.set(committedGroup, open), []))
+      ),
+      "ROLLBACK GROUP": Effect.zipRight(
+        control(`ROLLBACK TO SAVEPOINT ${Logical}`),
+        control(`RELEASE SAVEPOINT ${Logical}`)
+      )
+    }
+
+    const connection = (afterStatement: Effect.Effect<void, SqlError>): Connection => {
+      const then = <A>(effect: Effect.Effect<A, SqlError>) => Effect.zipLeft(effect, afterStatement)
+      return {
+        execute: (sql, params, transformRows) =>
+          then(transformRows ? Effect.map(run(sql, params, false), transformRows) : run(sql, params, false)),
+        executeRaw: (sql, params) => then(run(sql, params, true)),
+        executeValues: (sql, params) =>
+          then(Effect.map(run(sql, params, false), (rows) => rows.map((row) => Object.values(row as object)))),
+        executeUnprepared: (sql, params, transformRows) => {
+          const effect = groupStatements[sql] ?? then(unprepared(sql, params))
+          return transformRows ? Effect.map(effect, transformRows) : effect
+        },
+        executeStream: () => Effect.dieMessage("executeStream is not supported by this SQLite client")
+      }
+    }
+    const inTransaction = connection(Effect.void)
+    const outsideTransaction = connection(Effect.suspend(() => open === undefined ? Effect.void : durable(open)))
+
+    const acquirer = semaphore.withPermits(1)(Effect.succeed(outsideTransaction))
+    const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
+      Effect.as(
+        Effect.zipRight(
+          restore(semaphore.take(1)),
+          Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, semaphore.release(1)))
+        ),
+        inTransaction
+      )
+    )
+
+    const client = yield* Client.make({
+      acquirer,
+      transactionAcquirer,
+      compiler: Statement.makeCompilerSqlite(),
+      beginTransaction: "BEGIN GROUP",
+      commit: "COMMIT GROUP",
+      rollback: "ROLLBACK GROUP",
+      spanAttributes: [["db.system.name", "sqlite"]]
+    })
+    // A transaction returns once the group it committed into is durable (after it gave the semaphore back).
+    const withTransaction = client.withTransaction
+    return Object.assign(client, {
+      withTransaction: <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        Effect.flatMap(withTransaction(effect), (a) =>
+          Effect.flatMap(
+            FiberRef.getAndSet(committedGroup, undefined),
+            (group) => group === undefined ? Effect.succeed(a) : Effect.as(durable(group), a)
+          ))
+    })
+  })
+
+export const layer = (options: SqliteClientOptions): Layer.Layer<Client.SqlClient, SqlError> =>
+  Layer.scopedContext(Effect.map(make(options), (client) => Context.make(Client.SqlClient, client))).pipe(
+    Layer.provide(Reactivity.layer)
+  )

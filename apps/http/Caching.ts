@@ -1,0 +1,43 @@
+import { type HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { DateTime } from "effect"
+import { createHash } from "node:crypto"
+
+// Conditional GETs (RFC 9110 13.1): a strong ETag from the representation's bytes, Last-Modified from the
+// data, 304 when If-None-Match matches or, without If-None-Match, when If-Modified-Since is not older.
+export const etagOf = (body: string) => `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`
+export const httpDate = (t: DateTime.Utc) => new Date(DateTime.toEpochMillis(t)).toUTCString()
+
+const matches = (ifNoneMatch: string, etag: string) =>
+  ifNoneMatch.trim() === "*" || ifNoneMatch.split(",").some((t) => t.trim().replace(/^W\//, "") === etag)
+
+export const notModified = (
+  request: HttpServerRequest.HttpServerRequest,
+  etag: string,
+  lastModified: DateTime.Utc
+): boolean => {
+  const ifNoneMatch = request.headers["if-none-match"]
+  if (ifNoneMatch !== undefined) return matches(ifNoneMatch, etag)
+  const since = Date.parse(request.headers["if-modified-since"] ?? "")
+  return !Number.isNaN(since) && Math.floor(DateTime.toEpochMillis(lastModified) / 1000) * 1000 <= since
+}
+
+export const cacheableJson = (
+  request: HttpServerRequest.HttpServerRequest,
+  body: string,
+  lastModified: DateTime.Utc,
+  cacheControl: { readonly public: boolean; readonly maxAgeSeconds?: number },
+  now: DateTime.Utc
+) => {
+  const etag = etagOf(body)
+  const headers: Record<string, string> = {
+    etag,
+    "last-modified": httpDate(lastModified),
+    "cache-control": cacheControl.public ? `public, max-age=${cacheControl.maxAgeSeconds ?? 60}` : "private"
+  }
+  if (cacheControl.public) {
+    headers.expires = httpDate(DateTime.add(now, { seconds: cacheControl.maxAgeSeconds ?? 60 }))
+  }
+  return notModified(request, etag, lastModified)
+    ? HttpServerResponse.empty({ status: 304, headers })
+    : HttpServerResponse.text(body, { status: 200, contentType: "application/json", headers })
+}

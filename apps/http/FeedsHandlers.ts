@@ -1,0 +1,51 @@
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { DateTime, Effect } from "effect"
+import type { Feed } from "../../core/Feed.ts"
+import { SiteSettings } from "../../core/SiteSettings.ts"
+import { Subscriptions } from "../../core/Subscriptions.ts"
+import { Api } from "./Api.ts"
+import { apiError } from "./ApiError.ts"
+import { cacheableJson } from "./Caching.ts"
+
+export const renderFeed = (f: Feed) => ({
+  name: f.name,
+  title: f.title,
+  created: DateTime.formatIso(f.createdAt),
+  updated: DateTime.formatIso(f.updatedAt)
+})
+
+const feedNotFound = (name: string) => apiError("resource_missing", `No feed is named "${name}".`, { param: "name" })
+
+export const FeedsLive = HttpApiBuilder.group(Api, "feeds", (handlers) =>
+  Effect.gen(function*() {
+    const subscriptions = yield* Subscriptions
+    const { baseUrl } = yield* SiteSettings
+    const publicCache = { public: true, maxAgeSeconds: 60 }
+    return handlers
+      .handle("list", ({ request }) =>
+        Effect.gen(function*() {
+          const { feeds, lastModified } = yield* subscriptions.feeds
+          const body = JSON.stringify({ feeds: feeds.map(renderFeed) })
+          return cacheableJson(request, body, lastModified, publicCache, yield* DateTime.now)
+        }))
+      .handle("get", ({ path, request }) =>
+        Effect.gen(function*() {
+          const feed = yield* subscriptions.feed(path.name).pipe(
+            Effect.catchTag("FeedNotFound", () => Effect.fail(feedNotFound(path.name)))
+          )
+          const body = JSON.stringify({ feed: renderFeed(feed) })
+          return cacheableJson(request, body, feed.updatedAt, publicCache, yield* DateTime.now)
+        }))
+      .handle("put", ({ path, payload }) =>
+        Effect.map(subscriptions.putFeed(path.name, payload.title), ({ created, feed }) =>
+          HttpServerResponse.unsafeJson({ feed: renderFeed(feed) }, {
+            status: created ? 201 : 200,
+            headers: created ? { location: `${baseUrl}/feeds/${feed.name}` } : {}
+          })))
+      .handle("delete", ({ path }) =>
+        subscriptions.deleteFeed(path.name).pipe(
+          Effect.as(HttpServerResponse.empty({ status: 204 })),
+          Effect.catchTag("FeedNotFound", () =>
+            Effect.fail(feedNotFound(path.name)))
+        ))
+  }))

@@ -1,0 +1,102 @@
+import { HttpApiBuilder, type HttpServerRequest } from "@effect/platform"
+import { DateTime, Effect, Option, Schema } from "effect"
+import type { Subscription } from "../../core/Subscription.ts"
+import { Subscriptions } from "../../core/Subscriptions.ts"
+import { Token } from "../../core/Token.ts"
+import { Api } from "./Api.ts"
+import { apiError } from "./ApiError.ts"
+import { Pages, wantsHtml } from "./Pages.ts"
+import { SubscribeResponse, SubscriptionEnvelope, SubscriptionView } from "./SubscriptionsApi.ts"
+
+export const pendingMessage = (email: string) =>
+  `Your subscription is pending: a confirmation e-mail has been sent to ${email}. Follow the link in it to confirm.`
+
+const view = (s: Subscription) =>
+  new SubscriptionView({
+    id: s.id,
+    name: s.name,
+    email: s.email,
+    feed: s.feed,
+    status: s.status,
+    created: DateTime.formatIso(s.createdAt),
+    updated: DateTime.formatIso(s.updatedAt)
+  })
+
+const invalidLink = (request: HttpServerRequest.HttpServerRequest) =>
+  wantsHtml(request.headers.accept)
+    ? Effect.succeed(Pages.invalidLink())
+    : Effect.fail(apiError("token_invalid", "This link is unknown, already used or expired.", { param: "token" }))
+
+const parseToken = Schema.decodeUnknownOption(Token)
+
+export const SubscriptionsLive = HttpApiBuilder.group(Api, "subscriptions", (handlers) =>
+  Effect.gen(function*() {
+    const subscriptions = yield* Subscriptions
+
+    const withToken = <A, E, R>(
+      request: HttpServerRequest.HttpServerRequest,
+      raw: string,
+      use: (token: Token) => Effect.Effect<A, E, R>
+    ) => Option.match(parseToken(raw), { onNone: () => invalidLink(request), onSome: use })
+
+    const redeem = (
+      request: HttpServerRequest.HttpServerRequest,
+      raw: string,
+      action: (token: Token) => Effect.Effect<Subscription, { readonly _tag: "InvalidToken" }>,
+      html: (s: Subscription) => ReturnType<typeof Pages.confirmed>,
+      message: string
+    ) =>
+      withToken(request, raw, (token) =>
+        action(token).pipe(
+          Effect.map((s) => (wantsHtml(request.headers.accept)
+            ? html(s)
+            : new SubscriptionEnvelope({ message, subscription: view(s) }))
+          ),
+          Effect.catchTag("InvalidToken", () => invalidLink(request))
+        ))
+
+    return handlers
+      .handle("subscribe", ({ payload }) =>
+        subscriptions.subscribe(payload).pipe(
+          Effect.map((receipt) =>
+            new SubscribeResponse({ message: pendingMessage(receipt.email), subscription: receipt })
+          ),
+          Effect.catchTag("FeedNotFound", (e) =>
+            Effect.fail(apiError("resource_missing", `No feed is named "${e.feed}".`, { param: "feed" })))
+        ))
+      .handle("confirmPage", ({ request, urlParams }) =>
+        withToken(request, urlParams.token, (token) =>
+          Effect.flatMap(
+            subscriptions.pendingConfirmation(token),
+            Option.match({
+              onNone: () =>
+                invalidLink(request),
+              onSome: (s) => Effect.succeed(Pages.confirm(token, s.feed, s.email))
+            })
+          )))
+      .handle("confirm", ({ request, urlParams }) =>
+        redeem(request, urlParams.token, subscriptions.confirm, (s) =>
+          Pages.confirmed(s.feed), "Subscription confirmed."))
+      .handle("unsubscribePage", ({ request, urlParams }) =>
+        withToken(request, urlParams.token, (token) =>
+          Effect.flatMap(
+            subscriptions.pendingUnsubscribe(token),
+            Option.match({
+              onNone: () =>
+                invalidLink(request),
+              onSome: (s) =>
+                Effect.succeed(Pages.unsubscribe(token, s.feed))
+            })
+          )))
+      .handle("unsubscribe", ({ request, urlParams }) =>
+        redeem(request, urlParams.token, subscriptions.unsubscribe, (s) =>
+          Pages.unsubscribed(s.feed), "Unsubscribed."))
+      .handle("get", ({ path }) =>
+        subscriptions.get(path.id).pipe(
+          Effect.map((s) =>
+            new SubscriptionEnvelope({ subscription: view(s) })
+          ),
+          Effect.catchTag("SubscriptionNotFound", () =>
+            Effect.fail(apiError("resource_missing", `No subscription has id ${path.id}.`, { param: "id" })))
+        ))
+  }))

@@ -1,0 +1,100 @@
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { PaymentTransferRequest, Reference, TransferId } from "../../core/Transfer.ts"
+import {
+  BadRequest,
+  Conflict,
+  NotFound,
+  PayloadTooLarge,
+  PaymentRequired,
+  ServiceUnavailable,
+  Unauthorized,
+  UnprocessableEntity,
+  UnsupportedMediaType
+} from "./ApiError.ts"
+import { JsonOnly, MerchantAuth } from "./MerchantAuth.ts"
+
+const Party = {
+  first_name: Schema.String,
+  middle_name: Schema.optional(Schema.String),
+  email: Schema.String
+}
+
+// The wire shape of a transfer. Money is a decimal string in the currency's minor-unit precision.
+export const TransferView = Schema.Struct({
+  id: Schema.String,
+  reference: Schema.String,
+  amount: Schema.String,
+  currency: Schema.String,
+  status: Schema.Literal("pending", "approved", "declined"),
+  sender: Schema.Struct({
+    ...Party,
+    card: Schema.Struct({
+      brand: Schema.String,
+      last4: Schema.String,
+      exp_month: Schema.Int,
+      exp_year: Schema.Int,
+      fingerprint: Schema.String
+    })
+  }),
+  recipient: Schema.Struct({ ...Party, merchant_id: Schema.String }),
+  failure_code: Schema.optional(Schema.String),
+  decline_code: Schema.optional(Schema.String),
+  created: Schema.String
+})
+
+export const TransferEnvelope = Schema.Struct({ payment_transfer: TransferView })
+export const TransferList = Schema.Struct({
+  object: Schema.Literal("list"),
+  data: Schema.Array(TransferView),
+  has_more: Schema.Boolean
+})
+export const BalanceView = Schema.Struct({
+  balances: Schema.Array(Schema.Struct({ merchant_id: Schema.String, currency: Schema.String, amount: Schema.String }))
+})
+
+export const IdempotencyKey = Schema.String.pipe(
+  Schema.pattern(/^[\x21-\x7E]{1,255}$/, { message: () => "Idempotency-Key is 1-255 printable ASCII characters." })
+)
+
+const Limit = Schema.NumberFromString.pipe(
+  Schema.int(),
+  Schema.between(1, 100),
+  Schema.annotations({ message: () => "limit is an integer from 1 to 100." })
+)
+
+export class TransfersApi extends HttpApiGroup.make("transfers")
+  .add(
+    HttpApiEndpoint.post("create", "/merchant/transfers/payment")
+      .setPayload(Schema.Struct({ payment_transfer: PaymentTransferRequest }))
+      .setHeaders(Schema.Struct({ "idempotency-key": Schema.optional(IdempotencyKey) }))
+      .addSuccess(TransferEnvelope, { status: 201 })
+      .addError(BadRequest)
+      .addError(PaymentRequired)
+      .addError(Conflict)
+      .addError(PayloadTooLarge)
+      .addError(UnsupportedMediaType)
+      .addError(UnprocessableEntity)
+      .addError(ServiceUnavailable)
+      .middleware(JsonOnly)
+  )
+  .add(
+    HttpApiEndpoint.get("get", "/merchant/transfers/payment/:id")
+      .setPath(Schema.Struct({ id: Schema.String }))
+      .addSuccess(TransferEnvelope)
+      .addError(NotFound)
+  )
+  .add(
+    HttpApiEndpoint.get("list", "/merchant/transfers/payment")
+      .setUrlParams(Schema.Struct({
+        reference: Schema.optional(Reference),
+        limit: Schema.optional(Limit),
+        starting_after: Schema.optional(TransferId)
+      }))
+      .addSuccess(TransferList)
+      .addError(BadRequest)
+  )
+  .add(HttpApiEndpoint.get("balance", "/merchant/balance").addSuccess(BalanceView))
+  .addError(Unauthorized)
+  .middleware(MerchantAuth)
+{}

@@ -1,0 +1,592 @@
+// What bench/run.mjs and bench/profile.mjs share: the targets and how to start and stop them, the
+// scenarios, the load generator (autocannon, in this process), per-process measurements from /proc, and a
+// registry that kills every spawned process however the run ends.
+import autocannon from "autocannon"
+import Database from "better-sqlite3"
+import { execFileSync, fork, spawn } from "node:child_process"
+import { readFileSync, statfsSync, writeFileSync } from "node:fs"
+import { createRequire } from "node:module"
+import { createServer } from "node:net"
+import os from "node:os"
+import { join, resolve } from "node:path"
+import pg from "pg"
+
+// autocannon's client, when the server closes a keep-alive connection, reconnects and sends a new request
+// without dropping the one it had just written into the dying socket: that stale entry stays at the head of
+// its queue, and every later latency of that connection is measured from the stale request's start. Against
+// a server that closes connections (the Node app closes one after every request with a body) the latencies
+// come out several times too large. Here the queue is emptied on every (re)connect (a request written into a
+// closed socket gets no answer), and connects are counted so the reports can say how many there were.
+const Client = createRequire(import.meta.url)("autocannon/lib/httpClient.js")
+let connects = 0
+const connect = Client.prototype._connect
+Client.prototype._connect = function(...args) {
+  connects++
+  this.pipelinedRequests?.clear()
+  return connect.apply(this, args)
+}
+
+export const root = resolve(import.meta.dirname, "../..")
+
+// ---- every spawned process, killed on any exit path
+
+const live = new Set()
+export const track = (child) => {
+  live.add(child)
+  child.once("exit", () => live.delete(child))
+  return child
+}
+const killGroup = (child, signal) => {
+  try {
+    // Each server is started in its own process group (detached), so anything it spawned goes too.
+    process.kill(-child.pid, signal)
+  } catch {
+    try {
+      child.kill(signal)
+    } catch {
+      // already gone
+    }
+  }
+}
+export const killAllSync = () => {
+  for (const child of live) killGroup(child, "SIGKILL")
+  live.clear()
+}
+process.once("exit", killAllSync)
+
+// ---- PostgreSQL: throwaway databases, always dropped
+
+export const pgAdminUrl = process.env.POSTGRES_ADMIN_URL ??
+  `postgres://${process.env.PGUSER ?? "postgres"}@${process.env.PGHOST ?? "127.0.0.1"}:${
+    process.env.PGPORT ?? "5432"
+  }/${process.env.PGDATABASE ?? "test"}`
+const createdDatabases = new Set()
+
+const withPg = async (url, f) => {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 })
+  client.on("error", () => {})
+  await client.connect()
+  try {
+    return await f(client)
+  } finally {
+    await client.end().catch(() => {})
+  }
+}
+const databaseUrl = (name) => {
+  const url = new URL(pgAdminUrl)
+  url.pathname = `/${name}`
+  return url.toString()
+}
+export const createDatabase = async () => {
+  const name = `paysub_bench_${process.pid}_${Date.now().toString(36)}`
+  await withPg(pgAdminUrl, (c) => c.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`))
+  createdDatabases.add(name)
+  return databaseUrl(name)
+}
+export const dropDatabase = async (url) => {
+  const name = decodeURIComponent(new URL(url).pathname.slice(1))
+  await withPg(pgAdminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`))
+  createdDatabases.delete(name)
+}
+export const dropAllDatabases = async () => {
+  for (const name of [...createdDatabases]) await dropDatabase(databaseUrl(name)).catch(() => {})
+}
+export const postgresAvailable = () => withPg(pgAdminUrl, (c) => c.query("SELECT 1")).then(() => true, () => false)
+
+// ---- small helpers
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+export const freePort = () =>
+  new Promise((ok, fail) => {
+    const server = createServer()
+    server.once("error", fail)
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address()
+      server.close(() => ok(port))
+    })
+  })
+
+const clockTicks = (() => {
+  try {
+    return Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim()) || 100
+  } catch {
+    return 100
+  }
+})()
+
+// VmHWM (peak resident set) and VmRSS in kB, CPU seconds (user + system) of one process.
+export const procStats = (pid) => {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8")
+    const kb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? NaN)
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return { hwmKb: kb("VmHWM"), rssKb: kb("VmRSS"), cpuS: (Number(fields[11]) + Number(fields[12])) / clockTicks }
+  } catch {
+    return { hwmKb: NaN, rssKb: NaN, cpuS: NaN }
+  }
+}
+// Busy CPU seconds of the whole machine (all cores), from /proc/stat.
+const machineBusyS = () => {
+  try {
+    const v = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1, 9).map(Number)
+    return (v.reduce((a, b) => a + b, 0) - v[3] - v[4]) / clockTicks
+  } catch {
+    return NaN
+  }
+}
+
+// Other users of the machine (another test suite...) distort a measurement: waits, up to maxMs, for a
+// one-second window in which processes other than ours used less than thresholdPercent of a core.
+export const waitForQuiet = async ({ ownPids, maxMs, thresholdPercent = 20 }) => {
+  const started = performance.now()
+  let foreign = NaN
+  while (performance.now() - started < maxMs) {
+    const busy = machineBusyS()
+    const own = ownPids.map((pid) => procStats(pid).cpuS)
+    const self = process.cpuUsage()
+    await sleep(1_000)
+    const ownDelta = ownPids.reduce((a, pid, i) => a + (procStats(pid).cpuS - own[i]), 0)
+    const selfDelta = process.cpuUsage(self)
+    foreign = (machineBusyS() - busy - ownDelta - (selfDelta.user + selfDelta.system) / 1e6) * 100
+    if (foreign < thresholdPercent) break
+  }
+  return { waitedMs: Math.round(performance.now() - started), foreignCpuPercent: foreign }
+}
+
+// Writing 5 to clear_refs resets VmHWM to the current RSS (Linux 4.0+), so each scenario gets its own peak.
+export const resetPeakRss = (pid) => {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, "5")
+    return true
+  } catch {
+    return false
+  }
+}
+
+export const percentile = (sorted, p) =>
+  sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]
+export const median = (xs) => {
+  const v = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b)
+  if (v.length === 0) return NaN
+  return v.length % 2 === 1 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2
+}
+
+const versionOf = (pkg) => {
+  try {
+    return JSON.parse(readFileSync(join(root, "node_modules", pkg, "package.json"), "utf8")).version
+  } catch {
+    return undefined
+  }
+}
+
+export const machineInfo = () => {
+  const cpus = os.cpus()
+  let git
+  try {
+    git = {
+      commit: execFileSync("git", ["rev-parse", "HEAD"], { cwd: root }).toString().trim(),
+      dirty: execFileSync("git", ["status", "--porcelain"], { cwd: root }).toString().trim() !== ""
+    }
+  } catch {
+    git = undefined
+  }
+  let sqliteVersion
+  try {
+    const db = new Database(":memory:")
+    sqliteVersion = db.prepare("SELECT sqlite_version() AS v").get().v
+    db.close()
+  } catch {
+    sqliteVersion = undefined
+  }
+  let filesystem
+  try {
+    const type = statfsSync(os.tmpdir()).type
+    filesystem = { tmpdir: os.tmpdir(), type: `0x${type.toString(16)}${type === 0xef53 ? " (ext2/3/4)" : ""}` }
+  } catch {
+    filesystem = undefined
+  }
+  return {
+    cpuModel: cpus[0]?.model,
+    cpuCount: cpus.length,
+    availableParallelism: os.availableParallelism?.(),
+    totalMemoryBytes: os.totalmem(),
+    totalMemoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+    platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+    loadAverageAtStart: os.loadavg(),
+    filesystem,
+    sqlite: sqliteVersion,
+    packages: Object.fromEntries(
+      [
+        "effect",
+        "@effect/platform",
+        "@effect/platform-node",
+        "@effect/sql",
+        "better-sqlite3",
+        "fastify",
+        "autocannon",
+        "tsx",
+        "deno"
+      ].map((p) => [p, versionOf(p)])
+    ),
+    git
+  }
+}
+
+// ---- the SMTP sink (a child process: its work does not land on the load generator's event loop)
+
+export const startSmtpSink = () =>
+  new Promise((ok, fail) => {
+    const child = track(fork(join(root, "bench/smtp-sink.mjs"), [], { stdio: ["ignore", "ignore", "inherit", "ipc"] }))
+    const timer = setTimeout(() => fail(new Error("the SMTP sink did not start within 10 s")), 10_000)
+    child.once("exit", (code) => fail(new Error(`the SMTP sink exited with ${code}`)))
+    child.on("message", (m) => {
+      if (m?.type !== "listening") return
+      clearTimeout(timer)
+      ok({
+        port: m.port,
+        pid: child.pid,
+        count: () =>
+          new Promise((res) => {
+            const onMessage = (r) => {
+              if (r?.type !== "count") return
+              child.off("message", onMessage)
+              res(r.count)
+            }
+            child.on("message", onMessage)
+            child.send({ type: "count" })
+            setTimeout(() => (child.off("message", onMessage), res(NaN)), 2_000)
+          }),
+        stop: () => {
+          child.removeAllListeners("exit")
+          killGroup(child, "SIGTERM")
+        }
+      })
+    })
+  })
+
+// ---- targets
+
+const tsxService = (extraNodeArgs = []) => [process.execPath, ...extraNodeArgs, "--import", "tsx", "apps/node/main.ts"]
+
+export const targetDefinitions = {
+  service: { label: "service (node, sqlite)", short: "service", command: tsxService, database: "sqlite", app: true },
+  ref1: {
+    label: "ref1 node:http+bsqlite3",
+    short: "ref1",
+    command: () => [process.execPath, "bench/ref-node-http.mjs"]
+  },
+  ref2: { label: "ref2 fastify+bsqlite3", short: "ref2", command: () => [process.execPath, "bench/ref-fastify.mjs"] },
+  deno: {
+    label: "service (deno, sqlite)",
+    short: "deno",
+    command: () => [join(root, "node_modules/deno/deno"), "run", "-A", "apps/deno/main.ts"],
+    database: "sqlite",
+    app: true
+  },
+  "service-pg": {
+    label: "service (node, postgres)",
+    short: "service-pg",
+    command: tsxService,
+    database: "postgres",
+    app: true
+  }
+}
+
+// Starts a target on a free port with a fresh database; resolves once /healthz answers and the API key is
+// known. Output is kept (the last 16 kB) for error reports and otherwise discarded.
+export const startTarget = async (name, { dataDir, smtpPort, databaseUrl, extraNodeArgs = [], env = {} }) => {
+  const def = targetDefinitions[name]
+  const port = await freePort()
+  const baseUrl = `http://127.0.0.1:${port}`
+  const [command, ...args] = def.command(extraNodeArgs)
+  const childEnv = {
+    ...process.env,
+    PORT: String(port),
+    BASE_URL: baseUrl,
+    DB_FILE: join(dataDir, "ref.db"),
+    DATABASE_URL: databaseUrl ?? `sqlite:${join(dataDir, "paysub.db")}`,
+    MAIL_TRANSPORT: "smtp",
+    SMTP_URL: `smtp://127.0.0.1:${smtpPort}`,
+    SUBSCRIBE_RATE_LIMIT: "0",
+    MERCHANT_RATE_LIMIT: "0",
+    NO_COLOR: "1",
+    ...env
+  }
+  const child = track(
+    spawn(command, args, { cwd: root, env: childEnv, stdio: ["ignore", "pipe", "pipe"], detached: true })
+  )
+  let output = ""
+  const keep = (chunk) => {
+    output += chunk
+    if (output.length > 16_384) output = output.slice(-16_384)
+  }
+  child.stdout.setEncoding("utf8").on("data", keep)
+  child.stderr.setEncoding("utf8").on("data", keep)
+  const exited = new Promise((r) => child.once("exit", (code, signal) => r({ code, signal })))
+  let apiKey
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`${name} exited during start (${child.exitCode ?? child.signalCode}):\n${output}`)
+    }
+    if (Date.now() > deadline) {
+      killGroup(child, "SIGKILL")
+      throw new Error(`${name} did not become ready within 60 s:\n${output}`)
+    }
+    apiKey ??= /shown only now:\s*\n\s*(sk_[A-Za-z0-9_-]+)/.exec(output)?.[1]
+    if (apiKey !== undefined) {
+      const ready = await fetch(`${baseUrl}/healthz`).then((r) => r.ok, () => false)
+      if (ready) break
+    }
+    await sleep(100)
+  }
+  return {
+    name,
+    def,
+    pid: child.pid,
+    port,
+    baseUrl,
+    apiKey,
+    dataDir,
+    databaseUrl: childEnv.DATABASE_URL,
+    output: () => output,
+    // SIGTERM (a graceful stop, which also makes node write a --cpu-prof profile), SIGKILL after the grace.
+    stop: async (graceMs = 10_000) => {
+      if (child.exitCode !== null || child.signalCode !== null) return exited
+      try {
+        process.kill(child.pid, "SIGTERM")
+      } catch {
+        // gone
+      }
+      const timer = setTimeout(() => killGroup(child, "SIGKILL"), graceMs)
+      const result = await exited
+      clearTimeout(timer)
+      killGroup(child, "SIGKILL") // anything left in its group
+      return result
+    }
+  }
+}
+
+// ---- scenarios
+
+const futureExpiry = () => {
+  const now = new Date()
+  return `${now.getUTCFullYear() + 3}-${String(now.getUTCMonth() + 1).padStart(2, "0")}`
+}
+
+// A transfer body with a unique reference, built from two constant halves around the reference.
+const transferTemplate = (expiry, pan = "4242424242424242") => {
+  const marker = "\u0000REF\u0000"
+  const body = JSON.stringify({
+    payment_transfer: {
+      reference: marker,
+      amount: "12.34",
+      currency: "USD",
+      sender_account_uri: `pan:${pan};exp=${expiry};cvc=123`,
+      sender: { first_name: "Ann", middle_name: "B", email: "ann@example.com" },
+      recipient: { first_name: "Mo", email: "shop@example.com", merchant_id: "m-42" },
+      authentication_value: "ucaf:jJJLtQa+Iws8AREAEbjsA1MAAAA="
+    }
+  })
+  const [before, after] = body.split(JSON.stringify(marker).slice(1, -1))
+  return (reference) => `${before}${reference}${after}`
+}
+export const transferBody = (reference, expiry = futureExpiry(), pan) => transferTemplate(expiry, pan)(reference)
+
+let uniqueCounter = 0
+const unique = (tag) => `${tag}-${(uniqueCounter++).toString(36)}`
+
+export const scenarios = {
+  approved: {
+    title: "POST /merchant/transfers/payment approved (201, reserve + settle)",
+    expect: 201,
+    requests: (ctx) => {
+      const body = transferTemplate(futureExpiry())
+      const tag = `ok${Date.now().toString(36)}`
+      return [{
+        method: "POST",
+        path: "/merchant/transfers/payment",
+        headers: { "content-type": "application/json", authorization: `Bearer ${ctx.apiKey}` },
+        setupRequest: (req) => ({ ...req, body: body(unique(tag)) })
+      }]
+    }
+  },
+  declined: {
+    title: "POST /merchant/transfers/payment expired card (402, one insert)",
+    expect: 402,
+    requests: (ctx) => {
+      const body = transferTemplate("2020-01")
+      const tag = `x${Date.now().toString(36)}`
+      return [{
+        method: "POST",
+        path: "/merchant/transfers/payment",
+        headers: { "content-type": "application/json", authorization: `Bearer ${ctx.apiKey}` },
+        setupRequest: (req) => ({ ...req, body: body(unique(tag)) })
+      }]
+    }
+  },
+  notModified: {
+    title: "GET /merchant/transfers/payment/{id} If-None-Match (304)",
+    expect: 304,
+    requests: (ctx) => [{
+      method: "GET",
+      path: `/merchant/transfers/payment/${ctx.transferId}`,
+      headers: { authorization: `Bearer ${ctx.apiKey}`, "if-none-match": ctx.etag }
+    }]
+  },
+  subscribe: {
+    title: "POST /subscribe form, new address each request (200, subscription + outbox row)",
+    expect: 200,
+    requests: () => {
+      const tag = `s${Date.now().toString(36)}`
+      return [{
+        method: "POST",
+        path: "/subscribe",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        setupRequest: (req) => {
+          const id = unique(tag)
+          return { ...req, body: `name=Bench+User+${id}&email=bench.${id}%40example.com` }
+        }
+      }]
+    }
+  }
+}
+// Subscribe runs last on each server: the service keeps mailing its backlog after it (outbox worker).
+export const scenarioOrder = ["approved", "declined", "notModified", "subscribe"]
+
+// One transfer to GET, and its ETag.
+export const prepareTarget = async (target) => {
+  const created = await fetch(`${target.baseUrl}/merchant/transfers/payment`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${target.apiKey}` },
+    body: transferBody(`seed-${Date.now()}`)
+  })
+  const body = await created.json()
+  if (created.status !== 201) throw new Error(`${target.name}: seed transfer answered ${created.status}`)
+  const id = body.payment_transfer.id
+  const got = await fetch(`${target.baseUrl}/merchant/transfers/payment/${id}`, {
+    headers: { authorization: `Bearer ${target.apiKey}` }
+  })
+  await got.arrayBuffer()
+  const etag = got.headers.get("etag")
+  const check = await fetch(`${target.baseUrl}/merchant/transfers/payment/${id}`, {
+    headers: { authorization: `Bearer ${target.apiKey}`, "if-none-match": etag }
+  })
+  await check.arrayBuffer()
+  if (check.status !== 304) throw new Error(`${target.name}: If-None-Match answered ${check.status}, not 304`)
+  return { apiKey: target.apiKey, transferId: id, etag }
+}
+
+// Drives one scenario against a running target for `duration` seconds and measures it: throughput of the
+// expected status, latency percentiles of every response (float ms), the server's peak RSS (VmHWM reset at
+// the start), its CPU time, and the load generator's own CPU.
+export const runScenario = async (
+  target,
+  scenarioName,
+  ctx,
+  { duration, connections, measure = true, otherPids = [] }
+) => {
+  const scenario = scenarios[scenarioName]
+  const latencies = []
+  const peakReset = measure ? resetPeakRss(target.pid) : false
+  const before = procStats(target.pid)
+  const clientBefore = process.cpuUsage()
+  const othersBefore = otherPids.map((pid) => procStats(pid).cpuS)
+  const busyBefore = machineBusyS()
+  const connectsBefore = connects
+  let sampledRssKb = before.rssKb
+  const sampler = setInterval(() => {
+    const { rssKb } = procStats(target.pid)
+    if (rssKb > sampledRssKb) sampledRssKb = rssKb
+  }, 200)
+  const started = performance.now()
+  const result = await new Promise((ok, fail) => {
+    const instance = autocannon({
+      url: target.baseUrl,
+      connections,
+      duration,
+      pipelining: 1,
+      timeout: 10,
+      sampleInt: 250,
+      requests: scenario.requests(ctx)
+    }, (error, res) => (error ? fail(error) : ok(res)))
+    instance.on("response", (_client, _status, _bytes, responseTime) => latencies.push(responseTime))
+  })
+  const elapsed = (performance.now() - started) / 1000
+  clearInterval(sampler)
+  const after = procStats(target.pid)
+  const client = process.cpuUsage(clientBefore)
+  const busy = machineBusyS() - busyBefore
+  const ours = otherPids.reduce((a, pid, i) => a + (procStats(pid).cpuS - othersBefore[i]), 0)
+  const reconnects = connects - connectsBefore - connections
+  const statusCounts = Object.fromEntries(Object.entries(result.statusCodeStats).map(([k, v]) => [k, v.count]))
+  const total = Object.values(statusCounts).reduce((a, b) => a + b, 0)
+  const expected = statusCounts[scenario.expect] ?? 0
+  latencies.sort((a, b) => a - b)
+  const seconds = result.duration || elapsed
+  return {
+    target: target.name,
+    scenario: scenarioName,
+    durationS: seconds,
+    connections,
+    responses: total,
+    expectedStatus: scenario.expect,
+    expectedResponses: expected,
+    unexpectedResponses: total - expected,
+    statusCounts,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    // Connections the load generator had to open again because the server closed (or reset) one.
+    reconnects,
+    reconnectsPerResponse: total > 0 ? reconnects / total : NaN,
+    rps: expected / seconds,
+    latencyMs: {
+      p50: percentile(latencies, 50),
+      p90: percentile(latencies, 90),
+      p99: percentile(latencies, 99),
+      max: latencies[latencies.length - 1] ?? NaN,
+      mean: latencies.reduce((a, b) => a + b, 0) / (latencies.length || 1)
+    },
+    peakRssMb: (peakReset ? after.hwmKb : Math.max(sampledRssKb, after.rssKb)) / 1024,
+    peakRssSource: peakReset ? "VmHWM (reset at start)" : "VmRSS sampled every 200 ms",
+    peakRssSinceStartMb: after.hwmKb / 1024,
+    serverCpuS: after.cpuS - before.cpuS,
+    serverCpuUsPerRequest: total > 0 ? ((after.cpuS - before.cpuS) * 1e6) / total : NaN,
+    serverCpuPercent: ((after.cpuS - before.cpuS) / seconds) * 100,
+    loadGeneratorCpuPercent: ((client.user + client.system) / 1e6 / seconds) * 100,
+    // Everything else on the machine (other users' processes), in % of one core: should be near 0.
+    foreignCpuPercent: ((busy - (after.cpuS - before.cpuS) - (client.user + client.system) / 1e6 - ours) / seconds) *
+      100,
+    loadAverage1m: os.loadavg()[0]
+  }
+}
+
+// ---- what a target stored: rows per table, read after it stopped (SQLite) or before its database goes
+
+export const storedCounts = async (target) => {
+  const queries = {
+    subscriptions: "SELECT count(*) AS n FROM subscriptions",
+    mail_outbox: "SELECT count(*) AS n FROM mail_outbox",
+    mail_outbox_sent: "SELECT count(*) AS n FROM mail_outbox WHERE sent_at IS NOT NULL",
+    transfers_approved: "SELECT count(*) AS n FROM transfers WHERE status = 'approved'",
+    transfers_declined: "SELECT count(*) AS n FROM transfers WHERE status = 'declined'",
+    transfers_pending: "SELECT count(*) AS n FROM transfers WHERE status = 'pending'"
+  }
+  if (/^postgres/.test(target.databaseUrl) && target.def.database === "postgres") {
+    return withPg(target.databaseUrl, async (c) => {
+      const out = {}
+      for (const [k, q] of Object.entries(queries)) out[k] = Number((await c.query(q)).rows[0].n)
+      return out
+    })
+  }
+  const file = target.def.app ? target.databaseUrl.replace(/^sqlite:/, "") : join(target.dataDir, "ref.db")
+  const db = new Database(file, { readonly: true, fileMustExist: true })
+  try {
+    return Object.fromEntries(Object.entries(queries).map(([k, q]) => [k, db.prepare(q).get().n]))
+  } finally {
+    db.close()
+  }
+}

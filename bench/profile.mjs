@@ -1,0 +1,92 @@
+// Where the service's time goes: runs the Node app under `node --cpu-prof --import tsx apps/node/main.ts`,
+// drives one scenario (approved transfers by default) with the benchmark's load, stops the app gracefully
+// (so node writes the profile) and prints the top self-time functions and packages for the load window
+// only (start-up and warm-up excluded).
+//
+//   node bench/profile.mjs [--scenario=approved] [--duration=10] [--connections=50] [--top=10] [--target=service]
+//
+// The .cpuprofile (open it in Chrome DevTools > Performance, or speedscope) and a JSON summary are kept
+// under bench/results/profiles/.
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs"
+import os from "node:os"
+import { join } from "node:path"
+import { format, summarise } from "./cpuprofile-summary.mjs"
+import {
+  killAllSync,
+  machineInfo,
+  prepareTarget,
+  root,
+  runScenario,
+  scenarios,
+  startSmtpSink,
+  startTarget
+} from "./lib/harness.mjs"
+
+const args = process.argv.slice(2)
+const opt = (name, fallback) => args.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? fallback
+const scenario = opt("scenario", "approved")
+const duration = Number(opt("duration", 10))
+const connections = Number(opt("connections", 50))
+const top = Number(opt("top", 10))
+const targetName = opt("target", "service")
+if (!scenarios[scenario]) {
+  console.error(`unknown scenario ${scenario}`)
+  process.exit(2)
+}
+if (targetName !== "service" && targetName !== "service-pg") {
+  console.error("--target: service (the Node app; --cpu-prof is a node flag)")
+  process.exit(2)
+}
+
+const stamp = new Date().toISOString().replace(/[:.]/g, "-")
+const outDir = join(root, "bench/results/profiles")
+const profileDir = join(outDir, `${stamp}-${scenario}`)
+mkdirSync(profileDir, { recursive: true })
+const dataDir = join(os.tmpdir(), `paysub-profile-${process.pid}`)
+mkdirSync(dataDir, { recursive: true })
+for (const signal of ["SIGINT", "SIGTERM"]) process.once(signal, () => (killAllSync(), process.exit(130)))
+
+let sink
+let target
+try {
+  sink = await startSmtpSink()
+  target = await startTarget(targetName, {
+    dataDir,
+    smtpPort: sink.port,
+    extraNodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`]
+  })
+  const ctx = await prepareTarget(target)
+  console.log(`profile: ${target.def.label} pid ${target.pid}, warm-up 1 s, then ${scenario} for ${duration} s`)
+  await runScenario(target, scenario, ctx, { duration: 1, connections, measure: false })
+  const from = Number(process.hrtime.bigint() / 1000n)
+  const run = await runScenario(target, scenario, ctx, { duration, connections, otherPids: [sink.pid] })
+  const to = Number(process.hrtime.bigint() / 1000n)
+  console.log(
+    `load: ${Math.round(run.rps)} req/s, p50 ${run.latencyMs.p50.toFixed(1)} ms, p99 ${
+      run.latencyMs.p99.toFixed(1)
+    } ms, server CPU ${Math.round(run.serverCpuUsPerRequest)} us/request, ${run.reconnects} reconnects`
+  )
+  const exit = await target.stop(30_000)
+  target = undefined
+  const file = readdirSync(profileDir).find((f) => f.endsWith(".cpuprofile"))
+  if (file === undefined) throw new Error(`no .cpuprofile written (the app exited with ${JSON.stringify(exit)})`)
+  const { readFileSync } = await import("node:fs")
+  const profile = JSON.parse(readFileSync(join(profileDir, file), "utf8"))
+  const summary = summarise(profile, { top, from, to, root })
+  console.log(`\n${format(summary)}`)
+  const summaryFile = join(profileDir, "summary.json")
+  writeFileSync(
+    summaryFile,
+    `${
+      JSON.stringify({ scenario, duration, connections, machine: machineInfo(), run, profile: file, summary }, null, 2)
+    }\n`
+  )
+  console.log(
+    `\nprofile: ${join(profileDir, file).replace(`${root}/`, "")}\nsummary: ${summaryFile.replace(`${root}/`, "")}`
+  )
+} finally {
+  if (target !== undefined) await target.stop()
+  sink?.stop()
+  killAllSync()
+  rmSync(dataDir, { recursive: true, force: true })
+}

@@ -1,0 +1,384 @@
+// `npm run bench [-- --quick] [-- --deno] [-- --postgres]`: the service against two references that do the
+// same work at the same durability (bench/lib/reference.mjs), one server at a time, over several rounds.
+// See bench/README.md for what is measured and how to read it.
+//
+//   --quick                 2 s per scenario, 1 round, short warm-up (a smoke test)
+//   --deno                  also the Deno app (SQLite through node:sqlite)
+//   --postgres              also the Node app on PostgreSQL (a throwaway database per start, dropped after)
+//   --duration=S --rounds=N --connections=C --warmup=S   override the defaults (10 s, 3, 50, 1 s)
+//   --scenarios=a,b         a subset of approved,declined,notModified,subscribe
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import os from "node:os"
+import { join } from "node:path"
+import { compareConformance, runConformance } from "./lib/conformance.mjs"
+import {
+  createDatabase,
+  dropAllDatabases,
+  dropDatabase,
+  killAllSync,
+  machineInfo,
+  median,
+  postgresAvailable,
+  prepareTarget,
+  procStats,
+  root,
+  runScenario,
+  scenarioOrder,
+  scenarios,
+  startSmtpSink,
+  startTarget,
+  storedCounts,
+  targetDefinitions,
+  waitForQuiet
+} from "./lib/harness.mjs"
+
+// ---- options
+
+const argv = process.argv.slice(2)
+const flag = (name) => argv.includes(`--${name}`)
+const value = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1]
+const known = ["quick", "deno", "postgres", "duration", "rounds", "connections", "warmup", "scenarios"]
+for (const a of argv) {
+  if (!known.includes(a.replace(/^--/, "").split("=")[0])) {
+    console.error(`unknown option ${a}; options: ${known.map((k) => `--${k}`).join(" ")}`)
+    process.exit(2)
+  }
+}
+const quick = flag("quick")
+const options = {
+  quick,
+  durationS: Number(value("duration") ?? (quick ? 2 : 10)),
+  rounds: Number(value("rounds") ?? (quick ? 1 : 3)),
+  connections: Number(value("connections") ?? 50),
+  warmupS: Number(value("warmup") ?? (quick ? 0.5 : 1)),
+  scenarios: value("scenarios")?.split(",") ?? scenarioOrder,
+  deno: flag("deno"),
+  postgres: flag("postgres")
+}
+for (const s of options.scenarios) {
+  if (!scenarios[s]) {
+    console.error(`unknown scenario ${s}`)
+    process.exit(2)
+  }
+}
+const targetNames = [
+  "service",
+  "ref1",
+  "ref2",
+  ...(options.deno ? ["deno"] : []),
+  ...(options.postgres ? ["service-pg"] : [])
+]
+const apps = targetNames.filter((t) => targetDefinitions[t].app)
+const refs = ["ref1", "ref2"]
+
+// ---- cleanup on every exit path
+
+let cleaningUp = false
+const dataDirs = new Set()
+const cleanup = async () => {
+  if (cleaningUp) return
+  cleaningUp = true
+  killAllSync()
+  for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true })
+  await dropAllDatabases()
+}
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+  process.once(signal, () => {
+    console.error(`\n${signal}: stopping every server and dropping the throwaway databases`)
+    cleanup().finally(() => process.exit(130))
+  })
+}
+// Bounded in time whatever happens: twice the planned load time plus five minutes, then everything stops.
+const plannedS = options.rounds * targetNames.length * options.scenarios.length *
+  (options.durationS + options.warmupS)
+const watchdog = setTimeout(() => {
+  console.error(`\nwatchdog: the run took more than ${Math.round(2 * plannedS + 300)} s; stopping`)
+  cleanup().finally(() => process.exit(124))
+}, (2 * plannedS + 300) * 1000)
+watchdog.unref()
+
+// ---- formatting
+
+const fmtInt = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "-")
+const fmtMs = (x) => (!Number.isFinite(x) ? "-" : x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0))
+const fmtRatio = (x) => (!Number.isFinite(x) ? "-" : x < 0.1 ? x.toFixed(3) : x.toFixed(2))
+const spread = (xs, fmt) => {
+  const v = xs.filter(Number.isFinite)
+  if (v.length === 0) return "-"
+  if (v.length === 1) return fmt(v[0])
+  return `${fmt(median(v))} [${fmt(Math.min(...v))}-${fmt(Math.max(...v))}]`
+}
+const label = (t) => targetDefinitions[t].label
+const line = (cells, widths) => cells.map((c, i) => String(c).padEnd(widths[i])).join("  ").trimEnd()
+
+// ---- the run
+
+const results = {
+  startedAt: new Date().toISOString(),
+  options,
+  machine: machineInfo(),
+  notes: [
+    "One server process at a time; autocannon runs in the harness process on the same machine (loopback).",
+    "Scenario order per server start: approved, declined, notModified, subscribe (the service's outbox worker " +
+    "keeps sending mail after subscribe, so it runs last).",
+    "rps counts only responses with the expected status; latency percentiles cover every response.",
+    "peakRssMb: VmHWM of the server process, reset at the start of each measured scenario (clear_refs)."
+  ],
+  targets: Object.fromEntries(targetNames.map((t) => [t, targetDefinitions[t].label])),
+  scenarios: Object.fromEntries(options.scenarios.map((s) => [s, scenarios[s].title])),
+  starts: [],
+  conformance: {},
+  runs: [],
+  ratiosByRound: [],
+  summary: {}
+}
+
+// At most this long, over the whole run, waiting for other processes to leave the CPUs alone.
+let quietBudgetMs = options.quick ? 5_000 : 45_000
+
+const main = async () => {
+  if (options.postgres && !(await postgresAvailable())) {
+    throw new Error("--postgres: no PostgreSQL answers (PGHOST/PGPORT/PGUSER/PGDATABASE or POSTGRES_ADMIN_URL)")
+  }
+  const m = results.machine
+  console.log(
+    `bench: ${m.cpuModel} x${m.cpuCount}, ${m.totalMemoryGiB} GiB, ${m.platform}, node ${m.node}, SQLite ${m.sqlite}`
+  )
+  console.log(
+    `bench: targets ${targetNames.join(", ")}; scenarios ${
+      options.scenarios.join(", ")
+    }; ${options.rounds} round(s) x ` +
+      `${options.durationS} s (+${options.warmupS} s warm-up), ${options.connections} connections; planned load time ` +
+      `${Math.round(plannedS)} s`
+  )
+  const sink = await startSmtpSink()
+  try {
+    for (let round = 1; round <= options.rounds; round++) {
+      console.log(`\n-- round ${round}/${options.rounds}`)
+      const roundRuns = {}
+      for (const name of targetNames) {
+        const dataDir = mkdtempSync(join(os.tmpdir(), `paysub-bench-${name}-`))
+        dataDirs.add(dataDir)
+        const databaseUrl = targetDefinitions[name].database === "postgres" ? await createDatabase() : undefined
+        const startedAt = performance.now()
+        let target
+        const start = { round, target: name }
+        try {
+          target = await startTarget(name, { dataDir, smtpPort: sink.port, databaseUrl })
+          start.startupMs = Math.round(performance.now() - startedAt)
+          const ctx = await prepareTarget(target)
+          start.idleRssMb = procStats(target.pid).rssKb / 1024
+          if (round === 1) {
+            const answers = await runConformance(target, ctx)
+            results.conformance[name] = { answers }
+          }
+          for (const scenario of options.scenarios) {
+            let quiet
+            if (options.warmupS > 0) {
+              const warm = await runScenario(target, scenario, ctx, {
+                duration: options.warmupS,
+                connections: options.connections,
+                measure: false,
+                otherPids: [sink.pid]
+              })
+              // A busy machine (someone else's processes) during the warm-up: wait a little for it to calm.
+              if (warm.foreignCpuPercent > 25 && quietBudgetMs > 0) {
+                quiet = await waitForQuiet({ ownPids: [target.pid, sink.pid], maxMs: Math.min(10_000, quietBudgetMs) })
+                quietBudgetMs -= quiet.waitedMs
+              }
+            }
+            const mailsBefore = await sink.count()
+            const run = await runScenario(target, scenario, ctx, {
+              duration: options.durationS,
+              connections: options.connections,
+              otherPids: [sink.pid]
+            })
+            run.round = round
+            if (quiet !== undefined) run.waitedForQuietMachine = quiet
+            if (targetDefinitions[name].app) run.mailsDeliveredDuringRun = (await sink.count()) - mailsBefore
+            results.runs.push(run)
+            ;(roundRuns[scenario] ??= {})[name] = run
+            const odd = (run.unexpectedResponses > 0 ? `  !! ${run.unexpectedResponses} unexpected answers` : "") +
+              (run.errors > 0 ? `  ${run.errors} socket errors` : "") +
+              (run.reconnects > 0 ? `  ${run.reconnects} reconnects` : "") +
+              (run.foreignCpuPercent > 10 ? `  !! other processes used ${fmtInt(run.foreignCpuPercent)}% CPU` : "") +
+              (quiet !== undefined ? `  (waited ${(quiet.waitedMs / 1000).toFixed(1)} s for a quieter machine)` : "")
+            console.log(
+              `  ${name.padEnd(10)} ${scenario.padEnd(11)} ${fmtInt(run.rps).padStart(7)} req/s  p50 ${
+                fmtMs(run.latencyMs.p50)
+              } ms  p99 ${fmtMs(run.latencyMs.p99)} ms  RSS ${fmtInt(run.peakRssMb)} MB  CPU ${
+                fmtInt(run.serverCpuUsPerRequest)
+              } us/req (server ${fmtInt(run.serverCpuPercent)}%, load gen ${fmtInt(run.loadGeneratorCpuPercent)}%)${
+                run.mailsDeliveredDuringRun !== undefined ? `  mails ${run.mailsDeliveredDuringRun}` : ""
+              }${odd}`
+            )
+          }
+        } finally {
+          if (target !== undefined) {
+            start.exit = await target.stop()
+            try {
+              start.stored = await storedCounts(target)
+            } catch (e) {
+              start.storedError = String(e)
+            }
+          }
+          results.starts.push(start)
+          if (databaseUrl !== undefined) await dropDatabase(databaseUrl).catch(() => {})
+          rmSync(dataDir, { recursive: true, force: true })
+          dataDirs.delete(dataDir)
+        }
+      }
+      // Ratios within this round: each app against each reference, per scenario.
+      const ratios = { round, rps: {} }
+      for (const scenario of options.scenarios) {
+        const rs = roundRuns[scenario] ?? {}
+        for (const app of apps) {
+          for (const ref of refs) {
+            if (rs[app] && rs[ref]) (ratios.rps[scenario] ??= {})[`${app}/${ref}`] = rs[app].rps / rs[ref].rps
+          }
+        }
+        const text = Object.entries(ratios.rps[scenario] ?? {}).map(([k, v]) => `${k} ${fmtRatio(v)}`).join(", ")
+        console.log(`  round ${round} ${scenario}: ${text}`)
+      }
+      results.ratiosByRound.push(ratios)
+    }
+    if (results.conformance.service) {
+      for (const name of targetNames.filter((t) => t !== "service")) {
+        const c = results.conformance[name]
+        if (c) Object.assign(c, compareConformance(results.conformance.service.answers, c.answers))
+      }
+    }
+  } finally {
+    sink.stop()
+  }
+}
+
+const summarise = () => {
+  for (const scenario of options.scenarios) {
+    const s = { title: scenarios[scenario].title, targets: {}, ratios: {} }
+    for (const name of targetNames) {
+      const runs = results.runs.filter((r) => r.scenario === scenario && r.target === name)
+      const stat = (f) => {
+        const xs = runs.map(f)
+        return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs), values: xs }
+      }
+      s.targets[name] = {
+        rps: stat((r) => r.rps),
+        p50Ms: stat((r) => r.latencyMs.p50),
+        p99Ms: stat((r) => r.latencyMs.p99),
+        peakRssMb: stat((r) => r.peakRssMb),
+        serverCpuUsPerRequest: stat((r) => r.serverCpuUsPerRequest),
+        loadGeneratorCpuPercent: stat((r) => r.loadGeneratorCpuPercent),
+        reconnectsPerResponse: stat((r) => Math.max(0, r.reconnectsPerResponse)),
+        foreignCpuPercent: stat((r) => r.foreignCpuPercent),
+        unexpectedResponses: runs.reduce((a, r) => a + r.unexpectedResponses, 0)
+      }
+    }
+    for (const app of apps) {
+      for (const ref of refs) {
+        const xs = results.ratiosByRound.map((r) => r.rps[scenario]?.[`${app}/${ref}`]).filter(Number.isFinite)
+        s.ratios[`${app}/${ref}`] = { median: median(xs), min: Math.min(...xs), max: Math.max(...xs), values: xs }
+      }
+    }
+    results.summary[scenario] = s
+  }
+}
+
+const printTable = () => {
+  const widths = [27, 24, 21, 21, 16, 11, 10]
+  const out = []
+  out.push("")
+  out.push(
+    `== Results: median [min-max] over ${options.rounds} round(s); ${options.durationS} s per scenario, ${options.connections} connections, loopback`
+  )
+  for (const scenario of options.scenarios) {
+    const s = results.summary[scenario]
+    out.push("")
+    out.push(`${scenario}: ${s.title}`)
+    out.push(line(["target", "req/s", "p50 ms", "p99 ms", "peak RSS MB", "CPU us/req", "reconn/req"], widths))
+    for (const name of targetNames) {
+      const t = s.targets[name]
+      out.push(
+        line([
+          label(name),
+          spread(t.rps.values, fmtInt),
+          spread(t.p50Ms.values, fmtMs),
+          spread(t.p99Ms.values, fmtMs),
+          spread(t.peakRssMb.values, fmtInt),
+          fmtInt(t.serverCpuUsPerRequest.median),
+          fmtRatio(t.reconnectsPerResponse.median)
+        ], widths) + (t.unexpectedResponses > 0 ? `  (!! ${t.unexpectedResponses} unexpected answers)` : "")
+      )
+    }
+    for (const [pair, r] of Object.entries(s.ratios)) {
+      out.push(line([`req/s ratio ${pair}`, spread(r.values, fmtRatio)], widths))
+    }
+    const busy = Object.entries(s.targets).filter(([, t]) => t.foreignCpuPercent.max > 10)
+    for (const [name, t] of busy) {
+      out.push(
+        `  !! other processes on the machine used up to ${fmtInt(t.foreignCpuPercent.max)}% of a core during ${name}`
+      )
+    }
+  }
+  const conformance = Object.entries(results.conformance).filter(([name]) => name !== "service")
+  if (conformance.length > 0) {
+    out.push("")
+    out.push(
+      `conformance vs the service (${
+        results.conformance.service ? Object.keys(results.conformance.service.answers).length : 0
+      } requests: status, error code/type/param, body shape, headers):`
+    )
+    for (const [name, c] of conformance) {
+      out.push(
+        `  ${label(name)}: ${c.differences.length === 0 ? "same" : `${c.differences.length} difference(s)`}; ` +
+          `${c.messageDifferences} message text(s) differ`
+      )
+      for (const d of c.differences.slice(0, 10)) {
+        out.push(`    ${d.case}: ${d.field} service=${d.baseline} ${name}=${d.target}`)
+      }
+    }
+  }
+  const stored = results.starts.filter((s) => s.stored)
+  if (stored.length > 0) {
+    out.push("")
+    out.push(
+      "rows stored per server start (an outbox row per new subscription, +1 for the conformance re-subscribe; no transfer left pending):"
+    )
+    for (const s of stored) {
+      const st = s.stored
+      const ok = st.mail_outbox >= st.subscriptions && st.transfers_pending === 0
+      out.push(
+        `  round ${s.round} ${
+          s.target.padEnd(10)
+        } subscriptions ${st.subscriptions}, outbox ${st.mail_outbox} (sent ${st.mail_outbox_sent}), ` +
+          `transfers approved ${st.transfers_approved}, declined ${st.transfers_declined}, pending ${st.transfers_pending}${
+            ok ? "" : "  !!"
+          }`
+      )
+    }
+  }
+  console.log(out.join("\n"))
+}
+
+let failed
+try {
+  await main()
+} catch (e) {
+  failed = e
+  console.error(`\nbench failed: ${e?.stack ?? e}`)
+} finally {
+  await cleanup()
+}
+results.finishedAt = new Date().toISOString()
+if (failed) results.error = String(failed?.stack ?? failed)
+if (results.runs.length > 0) {
+  summarise()
+  printTable()
+}
+const dir = join(root, "bench/results")
+mkdirSync(dir, { recursive: true })
+const file = join(dir, `${results.startedAt.replace(/[:.]/g, "-")}${options.quick ? "-quick" : ""}.json`)
+writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`)
+console.log(`\nresults: ${file.replace(`${root}/`, "")}`)
+clearTimeout(watchdog)
+process.exit(failed ? 1 : 0)

@@ -1,0 +1,123 @@
+import { DateTime, Either, ParseResult, Redacted, Schema } from "effect"
+
+export const luhn = (digits: string): boolean => {
+  let sum = 0
+  for (let i = 0; i < digits.length; i++) {
+    let d = digits.charCodeAt(digits.length - 1 - i) - 48
+    if (i % 2 === 1) d = d * 2 > 9 ? d * 2 - 9 : d * 2
+    sum += d
+  }
+  return digits.length > 0 && sum % 10 === 0
+}
+
+export const CardBrand = Schema.Literal(
+  "visa",
+  "mastercard",
+  "amex",
+  "discover",
+  "jcb",
+  "diners",
+  "unionpay",
+  "unknown"
+)
+export type CardBrand = typeof CardBrand.Type
+
+export const brandOf = (pan: string): CardBrand => {
+  const n = (digits: number) => Number(pan.slice(0, digits))
+  if (pan.startsWith("4")) return "visa"
+  if ((n(2) >= 51 && n(2) <= 55) || (n(4) >= 2221 && n(4) <= 2720)) return "mastercard"
+  if (n(2) === 34 || n(2) === 37) return "amex"
+  if (pan.startsWith("6011") || pan.startsWith("65") || (n(3) >= 644 && n(3) <= 649)) return "discover"
+  if (n(4) >= 3528 && n(4) <= 3589) return "jcb"
+  if (n(2) === 36 || n(2) === 38 || n(2) === 39 || (n(3) >= 300 && n(3) <= 305)) return "diners"
+  if (pan.startsWith("62")) return "unionpay"
+  return "unknown"
+}
+
+export interface Expiry {
+  readonly year: number
+  readonly month: number
+}
+
+// A card is valid through the last day of its expiry month (UTC): it expires at the first instant of the
+// next month.
+export const expiresAt = (expiry: Expiry): DateTime.Utc => {
+  // setUTCFullYear, not Date.UTC: Date.UTC reads the years 0-99 as 1900-1999.
+  const date = new Date(0)
+  date.setUTCFullYear(expiry.year, expiry.month, 1)
+  return DateTime.unsafeMake(date.getTime())
+}
+
+export const isExpired = (expiry: Expiry, now: DateTime.Utc): boolean =>
+  DateTime.toEpochMillis(now) >= DateTime.toEpochMillis(expiresAt(expiry))
+
+export interface CardAccount {
+  readonly pan: Redacted.Redacted<string>
+  readonly expiry: Expiry
+  readonly cvc: Redacted.Redacted<string>
+}
+
+// `pan:<12-19 digits>;exp=<YYYY-MM>;cvc=<3-4 digits>`, the parameters in any order. Messages name the part
+// that is wrong and never repeat the input: it is card data.
+export const parseAccountUri = (input: string): Either.Either<CardAccount, string> => {
+  if (input.length > 128 || !input.startsWith("pan:")) {
+    return Either.left("sender_account_uri must look like pan:<card number>;exp=<YYYY-MM>;cvc=<CVC>.")
+  }
+  const [pan, ...parameters] = input.slice(4).split(";")
+  if (!/^[0-9]{12,19}$/.test(pan!)) return Either.left("The card number must be 12 to 19 digits.")
+  const values = new Map<string, string>()
+  for (const parameter of parameters) {
+    const eq = parameter.indexOf("=")
+    const key = eq < 0 ? parameter : parameter.slice(0, eq)
+    if ((key !== "exp" && key !== "cvc") || eq < 0) {
+      return Either.left("sender_account_uri takes exactly the parameters exp and cvc.")
+    }
+    if (values.has(key)) return Either.left(`sender_account_uri has the parameter ${key} twice.`)
+    values.set(key, parameter.slice(eq + 1))
+  }
+  const exp = /^([0-9]{4})-([0-9]{2})$/.exec(values.get("exp") ?? "")
+  if (exp === null) return Either.left("The expiry (exp) must be YYYY-MM.")
+  const month = Number(exp[2])
+  if (month < 1 || month > 12) return Either.left("The expiry month (exp) must be 01 to 12.")
+  const cvc = values.get("cvc") ?? ""
+  if (!/^[0-9]{3,4}$/.test(cvc)) return Either.left("The CVC must be 3 or 4 digits.")
+  return Either.right({ pan: Redacted.make(pan!), expiry: { year: Number(exp[1]), month }, cvc: Redacted.make(cvc) })
+}
+
+export const SenderAccountUri = Schema.transformOrFail(
+  Schema.String.annotations({ message: () => "sender_account_uri must be a string." }),
+  Schema.Struct({
+    pan: Schema.RedactedFromSelf(Schema.String),
+    expiry: Schema.Struct({ year: Schema.Int, month: Schema.Int }),
+    cvc: Schema.RedactedFromSelf(Schema.String)
+  }),
+  {
+    strict: true,
+    decode: (input, _, ast) =>
+      // The issue keeps a placeholder, not the input: issues end up in logs and error bodies.
+      Either.mapLeft(parseAccountUri(input), (message) => new ParseResult.Type(ast, "[card data]", message)),
+    encode: (account) =>
+      Either.right(
+        `pan:${Redacted.value(account.pan)};exp=${String(account.expiry.year).padStart(4, "0")}-${
+          String(account.expiry.month).padStart(2, "0")
+        };cvc=${Redacted.value(account.cvc)}`
+      )
+  }
+)
+
+// `ucaf:<base64>`: the 3-D Secure / Mastercard Identity Check authentication value, opaque to us.
+export const AuthenticationValue = Schema.transformOrFail(
+  Schema.String.annotations({ message: () => "authentication_value must be a string." }),
+  Schema.RedactedFromSelf(Schema.String),
+  {
+    strict: true,
+    decode: (input, _, ast) =>
+      input.length <= 205 && /^ucaf:(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(input) &&
+        input.length > 5
+        ? Either.right(Redacted.make(input.slice(5)))
+        : Either.left(
+          new ParseResult.Type(ast, "[authentication value]", "authentication_value must be ucaf: followed by base64.")
+        ),
+    encode: (value) => Either.right(`ucaf:${Redacted.value(value)}`)
+  }
+)

@@ -1,0 +1,16 @@
+import { Context, type Effect } from "effect"
+import type { MailDeliveryFailed } from "./Errors.ts"
+
+export interface Mail {
+  readonly to: { readonly name: string; readonly address: string }
+  readonly subject: string
+  readonly text: string
+  readonly html: string
+  readonly headers: Readonly<Record<string, string>>
+}
+
+export interface MailerShape {
+  readonly send: (mail: Mail) => Effect.Effect<void, MailDeliveryFailed>
+}
+
+export class Mailer extends Context.Tag("Mailer")<Mailer, MailerShape>() {}

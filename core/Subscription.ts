@@ -1,0 +1,70 @@
+import { Data, Duration, Schema } from "effect"
+import { Email } from "./Email.ts"
+import { FeedName } from "./Feed.ts"
+
+export const MaxNameLength = 100
+
+export const SubscriberName = Schema.Trim.pipe(
+  Schema.nonEmptyString({ message: () => "Enter a name." }),
+  Schema.maxLength(MaxNameLength, { message: () => `A name has at most ${MaxNameLength} characters.` }),
+  // Names go into mail headers and pages: control characters (CR/LF above all) have no place there.
+  Schema.pattern(/^[^\p{Cc}]*$/u, { message: () => "A name cannot contain control characters." }),
+  Schema.brand("SubscriberName")
+)
+export type SubscriberName = typeof SubscriberName.Type
+
+export const SubscriptionId = Schema.Int.pipe(Schema.positive(), Schema.brand("SubscriptionId"))
+export type SubscriptionId = typeof SubscriptionId.Type
+
+export const SubscriptionStatus = Schema.Literal("pending", "active", "unsubscribed")
+export type SubscriptionStatus = typeof SubscriptionStatus.Type
+
+export class Subscription extends Schema.Class<Subscription>("Subscription")({
+  id: SubscriptionId,
+  name: SubscriberName,
+  email: Email,
+  feed: FeedName,
+  status: SubscriptionStatus,
+  createdAt: Schema.DateTimeUtcFromSelf,
+  updatedAt: Schema.DateTimeUtcFromSelf
+}) {}
+
+export type Event = Data.TaggedEnum<{
+  Subscribe: {}
+  Confirm: {}
+  Unsubscribe: {}
+}>
+export const Event = Data.taggedEnum<Event>()
+
+// The whole life cycle in one table. A confirmation never revives an unsubscribed address (only a new
+// subscribe, with a new double opt-in, does), and subscribing again never downgrades an active one.
+export const transition = (status: SubscriptionStatus, event: Event): SubscriptionStatus | undefined =>
+  Event.$match(event, {
+    Subscribe: (): SubscriptionStatus => (status === "active" ? "active" : "pending"),
+    Confirm: (): SubscriptionStatus | undefined => (status === "unsubscribed" ? undefined : "active"),
+    Unsubscribe: (): SubscriptionStatus => "unsubscribed"
+  })
+
+// Confirmation mails per subscription: a burst of requests, or a bot replaying the form, must not turn the
+// service into a mail cannon aimed at someone else's inbox.
+export const MailThrottle = { maxMails: 3, window: Duration.hours(24) } as const
+
+export interface SubscribeDecision {
+  readonly status: SubscriptionStatus
+  readonly updateName: boolean
+  readonly queueConfirmation: boolean
+}
+
+// What a subscribe request does to an existing subscription (or to none), given how many confirmation mails
+// went to it within the throttle window.
+export const decideSubscribe = (
+  existing: SubscriptionStatus | undefined,
+  mailsInWindow: number
+): SubscribeDecision => {
+  const status = existing === undefined ? "pending" : transition(existing, Event.Subscribe())!
+  return {
+    status,
+    updateName: status === "pending",
+    queueConfirmation: status === "pending" && mailsInWindow < MailThrottle.maxMails
+  }
+}

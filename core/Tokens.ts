@@ -1,0 +1,10 @@
+import { Context, type Effect } from "effect"
+import type { Token, TokenHash } from "./Token.ts"
+
+// Effect's Random is not a cryptographic generator, so unguessable tokens come through this port.
+export interface TokensShape {
+  readonly issue: Effect.Effect<Token>
+  readonly hash: (secret: string) => TokenHash
+}
+
+export class Tokens extends Context.Tag("Tokens")<Tokens, TokensShape>() {}

@@ -1,0 +1,113 @@
+import { Schema } from "effect"
+import { AuthenticationValue, CardBrand, SenderAccountUri } from "./Card.ts"
+import { CardErrorCode } from "./CardNetwork.ts"
+import { CurrencyCode } from "./Currency.ts"
+import { Email } from "./Email.ts"
+
+export const TransferId = Schema.String.pipe(Schema.pattern(/^tr_[0-9A-Za-z]{24}$/), Schema.brand("TransferId"))
+export type TransferId = typeof TransferId.Type
+
+export const ClientId = Schema.String.pipe(Schema.pattern(/^cl_[0-9A-Za-z]{24}$/), Schema.brand("ClientId"))
+export type ClientId = typeof ClientId.Type
+
+const text = (what: string, max: number) =>
+  Schema.String.annotations({ message: () => `${what} must be a string.` }).pipe(
+    Schema.filter((s) => s.length <= max, { message: () => `${what} has at most ${max} characters.` }),
+    Schema.pattern(/^[^\p{Cc}]*$/u, { message: () => `${what} cannot contain control characters.` })
+  )
+
+export const Reference = Schema.String.annotations({ message: () => "reference must be a string." }).pipe(
+  Schema.pattern(/^[\x21-\x7E]{1,64}$/, {
+    message: () => "reference is 1-64 printable ASCII characters without spaces."
+  }),
+  Schema.brand("Reference")
+)
+export type Reference = typeof Reference.Type
+
+export const MerchantId = Schema.String.annotations({ message: () => "merchant_id must be a string." }).pipe(
+  Schema.pattern(/^[A-Za-z0-9_.:-]{1,64}$/, {
+    message: () => "merchant_id is 1-64 letters, digits, '_', '.', ':' or '-'."
+  }),
+  Schema.brand("MerchantId")
+)
+export type MerchantId = typeof MerchantId.Type
+
+const PartyEmail = Schema.String.annotations({ message: () => "email must be a string." }).pipe(
+  Schema.compose(Email)
+)
+const FirstName = text("first_name", 100).pipe(
+  Schema.filter((s) => s.trim().length > 0, { message: () => "first_name cannot be empty." })
+)
+
+export const Sender = Schema.Struct({
+  first_name: FirstName,
+  middle_name: Schema.optional(text("middle_name", 100)),
+  email: PartyEmail
+})
+export const Recipient = Schema.Struct({
+  first_name: FirstName,
+  middle_name: Schema.optional(text("middle_name", 100)),
+  email: PartyEmail,
+  merchant_id: MerchantId
+})
+
+// Interface 2.1. The amount stays a string here: its valid digits depend on the currency, which
+// core/Money.ts checks once both are known. A JSON number is refused, never rounded.
+export const PaymentTransferRequest = Schema.Struct({
+  reference: Reference,
+  amount: Schema.String.annotations({
+    message: () => "amount must be a decimal string such as \"12.34\", not a number."
+  }),
+  currency: CurrencyCode,
+  sender_account_uri: SenderAccountUri,
+  sender: Sender,
+  recipient: Recipient,
+  authentication_value: Schema.optional(AuthenticationValue)
+})
+export type PaymentTransferRequest = typeof PaymentTransferRequest.Type
+
+// `pending` while the card network is being asked: the reference is taken before the card is charged, so
+// concurrent requests with one reference cannot charge the card twice.
+export const TransferStatus = Schema.Literal("pending", "approved", "declined")
+export type TransferStatus = typeof TransferStatus.Type
+
+export class Transfer extends Schema.Class<Transfer>("Transfer")({
+  id: TransferId,
+  clientId: ClientId,
+  reference: Reference,
+  amount: Schema.BigIntFromSelf,
+  currency: CurrencyCode,
+  status: TransferStatus,
+  sender: Schema.Struct({
+    first_name: Schema.String,
+    middle_name: Schema.optional(Schema.String),
+    email: Schema.String,
+    card: Schema.Struct({
+      brand: CardBrand,
+      last4: Schema.String,
+      exp_month: Schema.Int,
+      exp_year: Schema.Int,
+      fingerprint: Schema.String
+    })
+  }),
+  recipient: Schema.Struct({
+    first_name: Schema.String,
+    middle_name: Schema.optional(Schema.String),
+    email: Schema.String,
+    merchant_id: Schema.String
+  }),
+  failure: Schema.optional(Schema.Struct({ code: CardErrorCode, decline_code: Schema.optional(Schema.String) })),
+  authorizationCode: Schema.optional(Schema.String),
+  createdAt: Schema.DateTimeUtcFromSelf
+}) {}
+
+export class InvalidTransfer extends Schema.TaggedError<InvalidTransfer>()("InvalidTransfer", {
+  param: Schema.String,
+  message: Schema.String
+}) {}
+
+export class DuplicateReference extends Schema.TaggedError<DuplicateReference>()("DuplicateReference", {
+  existing: TransferId
+}) {}
+
+export class CardDeclined extends Schema.TaggedError<CardDeclined>()("CardDeclined", { transfer: Transfer }) {}

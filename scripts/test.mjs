@@ -1,0 +1,64 @@
+// `npm test`: type checks (tsc, deno check), lint (formatting included), every suite on the embedded SQLite,
+// the core and node:sqlite tests under Deno, the black-box suites against the Deno app, then against
+// PostgreSQL. Each step is a separate command so a failure names the step.
+//
+// PostgreSQL (PGHOST/PGPORT, default 127.0.0.1:5432, user postgres, trust auth) is optional on a laptop:
+// without it those suites are skipped with a line saying so. With CI=true it is required.
+import { spawnSync } from "node:child_process"
+import { readdirSync } from "node:fs"
+import { createConnection } from "node:net"
+
+const coreFiles = readdirSync("core").filter((f) => f.endsWith(".ts")).map((f) => `core/${f}`)
+
+const pgHost = process.env.PGHOST ?? "127.0.0.1"
+const pgPort = Number(process.env.PGPORT ?? 5432)
+const postgresUp = await new Promise((resolve) => {
+  const socket = createConnection({ host: pgHost, port: pgPort, timeout: 2000 })
+  socket.once("connect", () => (socket.destroy(), resolve(true)))
+  socket.once("error", () => resolve(false))
+  socket.once("timeout", () => (socket.destroy(), resolve(false)))
+})
+if (!postgresUp && process.env.CI === "true") {
+  console.error(`=== CI=true but no PostgreSQL answers at ${pgHost}:${pgPort}: the PostgreSQL suites cannot run.`)
+  process.exit(1)
+}
+const pgEnv = { POSTGRES_TESTS: postgresUp ? "on" : "off" }
+
+const steps = [
+  ["type check", "tsc", ["--noEmit", "-p", "."], {}],
+  ["lint and format check", "eslint", ["."], {}],
+  ["type check for Deno (core and the Deno app)", "deno", ["check", "apps/deno/main.ts", ...coreFiles], {}],
+  ["tests (SQLite; PostgreSQL storage contracts)", "vitest", ["run", ...process.argv.slice(2)], pgEnv],
+  // Under Deno: the core's property tests (the core runs unchanged there) and the storage contracts on
+  // Deno's node:sqlite, the driver the Deno app stores through.
+  ["core and node:sqlite storage tests under Deno", "deno", [
+    "run",
+    "-A",
+    "node_modules/vitest/vitest.mjs",
+    "run",
+    "test/core",
+    "test/storage/NodeSqliteStore.test.ts"
+  ], {}],
+  ["black-box suites on the Deno app", "vitest", ["run", "test/http", "test/reliability"], { APP_RUNTIME: "deno" }],
+  ...(postgresUp
+    ? [["black-box suites on PostgreSQL", "vitest", ["run", "test/http", "test/reliability", "test/scaleout"], {
+      ...pgEnv,
+      TEST_DATABASE: "postgres"
+    }]]
+    : [])
+]
+
+for (const [name, command, args, env] of steps) {
+  console.log(`\n=== ${name}: ${command} ${args.join(" ")}`)
+  const result = spawnSync(`node_modules/.bin/${command}`, args, { stdio: "inherit", env: { ...process.env, ...env } })
+  if (result.status !== 0) {
+    console.error(`\n=== ${name} failed (exit ${result.status ?? result.signal})`)
+    process.exit(result.status ?? 1)
+  }
+}
+if (!postgresUp) {
+  console.log(
+    `\n=== SKIPPED: the PostgreSQL suites (storage contracts, black-box suites, scale-out): no server at ${pgHost}:${pgPort}`
+  )
+}
+console.log("\n=== all steps passed")

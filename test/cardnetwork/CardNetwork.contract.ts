@@ -1,0 +1,132 @@
+// What every CardNetwork must answer for the sandbox's card table, whatever carries the request: the
+// in-memory sandbox, or an HTTP adapter talking to a processor that decides by the same table.
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, type Layer, Option, Redacted } from "effect"
+import { randomUUID } from "node:crypto"
+import { sandboxCards } from "../../adapters/cardnetwork/SandboxCardNetwork.ts"
+import { luhn } from "../../core/Card.ts"
+import { type Authorization, type AuthorizationRequest, CardNetwork } from "../../core/CardNetwork.ts"
+import { CurrencyCode } from "../../core/Currency.ts"
+
+// Distinctive values, so that a search for them in errors and logs finds only real leaks.
+export const SampleCvc = "864"
+// The base64 part of a `ucaf:` value, as the decoder hands it on.
+export const SampleAuthenticationValue = "AAABBJg0VhI0VniQEjRWAAAAAAA="
+
+export const authorizationRequest = (
+  pan: string,
+  overrides: Partial<AuthorizationRequest> = {}
+): AuthorizationRequest => ({
+  transferId: `tr_${randomUUID()}`,
+  pan: Redacted.make(pan),
+  expiry: { year: 2031, month: 7 },
+  cvc: Redacted.make(SampleCvc),
+  authenticationValue: Option.none(),
+  amount: 12_345n,
+  currency: CurrencyCode.make("EUR"),
+  merchantId: "merchant_contract",
+  ...overrides
+})
+
+export const authenticated = Option.some(Redacted.make(SampleAuthenticationValue))
+
+// A 16-digit Visa-range number with a correct check digit that is not in the table.
+export const randomLuhnPan = (): string => {
+  for (;;) {
+    let body = "4"
+    while (body.length < 15) body += String(Math.floor(Math.random() * 10))
+    const check = [..."0123456789"].find((d) => luhn(body + d))!
+    const pan = body + check
+    if (!sandboxCards.some((card) => card.pan === pan)) return pan
+  }
+}
+
+const threeDSecure = sandboxCards.find((card) => card.approvedWhenAuthenticated === true)!
+
+const assertApproved = (result: Authorization, message: string) => {
+  assert.strictEqual(result._tag, "Approved", message)
+  if (result._tag === "Approved") {
+    assert.isString(result.authorizationCode, message)
+    assert.isAbove(result.authorizationCode.length, 0, message)
+  }
+}
+
+export const cardNetworkContract = <E>(name: string, makeLayer: () => Layer.Layer<CardNetwork, E>): void => {
+  describe(`CardNetwork contract: ${name}`, () => {
+    // Live: an HTTP adapter's time-outs and back-offs must run on the real clock.
+    const run = <A, E2>(self: Effect.Effect<A, E2, CardNetwork>) => Effect.provide(self, makeLayer())
+    const authorize = (request: AuthorizationRequest) => Effect.flatMap(CardNetwork, (n) => n.authorize(request))
+
+    for (const card of sandboxCards) {
+      it.live(`${card.pan} (${card.description}) without authentication: ${card.outcome._tag}`, () =>
+        run(Effect.gen(function*() {
+          const result = yield* authorize(authorizationRequest(card.pan))
+          if (card.outcome._tag === "Approved") assertApproved(result, card.pan)
+          // Exactly the table's answer: a declineCode only where the table has one.
+          else assert.deepStrictEqual(result, card.outcome, card.pan)
+        })))
+    }
+
+    it.live(`${threeDSecure.pan} is declined with authentication_required without an authentication value`, () =>
+      run(Effect.gen(function*() {
+        const result = yield* authorize(authorizationRequest(threeDSecure.pan))
+        assert.deepStrictEqual(result, { _tag: "Declined", code: "authentication_required" })
+      })))
+
+    it.live(`${threeDSecure.pan} is approved with an authentication value`, () =>
+      run(Effect.gen(function*() {
+        const result = yield* authorize(authorizationRequest(threeDSecure.pan, { authenticationValue: authenticated }))
+        assertApproved(result, threeDSecure.pan)
+      })))
+
+    it.live("an authentication value does not turn another decline into an approval", () =>
+      run(Effect.gen(function*() {
+        for (const card of sandboxCards.filter((c) => c.outcome._tag === "Declined" && !c.approvedWhenAuthenticated)) {
+          const result = yield* authorize(authorizationRequest(card.pan, { authenticationValue: authenticated }))
+          assert.deepStrictEqual(result, card.outcome, card.pan)
+        }
+      })))
+
+    it.live("approves a random Luhn-valid card number that is not in the table", () =>
+      run(Effect.gen(function*() {
+        for (let i = 0; i < 5; i++) {
+          const pan = randomLuhnPan()
+          assertApproved(yield* authorize(authorizationRequest(pan)), `random card ${pan}`)
+        }
+      })))
+
+    it.live("approves with or without an authentication value, for any amount and currency", () =>
+      run(Effect.gen(function*() {
+        const requests = [
+          authorizationRequest("4242424242424242", { authenticationValue: authenticated }),
+          authorizationRequest("5555555555554444", { amount: 1n, currency: CurrencyCode.make("JPY") }),
+          authorizationRequest("4242424242424242", { amount: 123_456_789_012_345_678_901n }),
+          authorizationRequest("5555555555554444", { amount: 5n, currency: CurrencyCode.make("KWD") })
+        ]
+        for (const request of requests) assertApproved(yield* authorize(request), String(request.amount))
+      })))
+
+    it.live("asked twice for the same transfer, gives the same answer", () =>
+      run(Effect.gen(function*() {
+        for (const pan of ["4242424242424242", "4000000000009995"]) {
+          const request = authorizationRequest(pan)
+          const first = yield* authorize(request)
+          const second = yield* authorize(request)
+          assert.deepStrictEqual(second, first, pan)
+        }
+      })))
+
+    it.live("answers concurrent requests for different transfers each by its own card", () =>
+      run(Effect.gen(function*() {
+        const results = yield* Effect.forEach(
+          sandboxCards,
+          (card) => Effect.map(authorize(authorizationRequest(card.pan)), (result) => [card, result] as const),
+          { concurrency: "unbounded" }
+        )
+        for (const [card, result] of results) {
+          if (card.outcome._tag === "Approved") assertApproved(result, card.pan)
+          else assert.deepStrictEqual(result, card.outcome, card.pan)
+        }
+      })))
+  })
+}

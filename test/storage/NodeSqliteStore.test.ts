@@ -1,0 +1,32 @@
+// The storage contracts on Deno's built-in SQLite (`node:sqlite`), the driver the Deno app stores through.
+// `npm test` runs this file under Deno; under Node 20 there is no `node:sqlite`, so it is skipped there.
+import type { SqlClient } from "@effect/sql/SqlClient"
+import { describe, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { join } from "node:path"
+import { runMigrations } from "../../adapters/sql/Migrations.ts"
+import { layer as SqlSubscriptionStore } from "../../adapters/sql/SqlSubscriptionStore.ts"
+import { layer as SqlTransferStore } from "../../adapters/sql/SqlTransferStore.ts"
+import { layer as SqliteClient } from "../../adapters/sqlite/SqliteClient.ts"
+import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
+import { tempDir } from "./TempSqlite.ts"
+import { transferStoreContract } from "./TransferStore.contract.ts"
+
+const onDeno = "Deno" in globalThis
+
+const nodeSqliteStore = <A>(store: Layer.Layer<A, never, SqlClient>) => (): Layer.Layer<A | SqlClient, unknown> =>
+  Layer.unwrapScoped(Effect.gen(function*() {
+    const dir = yield* tempDir
+    const { openNodeSqlite } = yield* Effect.promise(() => import("../../adapters/sqlite/NodeSqlite.ts"))
+    const sql = SqliteClient({ filename: join(dir, "paysub.db"), open: openNodeSqlite })
+    return store.pipe(Layer.provide(Layer.effectDiscard(runMigrations)), Layer.provideMerge(sql))
+  }))
+
+if (onDeno) {
+  subscriptionStoreContract("node:sqlite on Deno", nodeSqliteStore(SqlSubscriptionStore))
+  transferStoreContract("node:sqlite on Deno", nodeSqliteStore(SqlTransferStore))
+} else {
+  describe("storage contracts on node:sqlite", () => {
+    it.skip("run under Deno only (npm test does): Node 20 has no node:sqlite", () => {})
+  })
+}

@@ -1,0 +1,163 @@
+import { SqlClient } from "@effect/sql/SqlClient"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Context, DateTime, Effect, Layer, Option } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { CurrencyCode } from "../../core/Currency.ts"
+import { ClientId, Reference, Transfer, TransferId } from "../../core/Transfer.ts"
+import { TransferStore } from "../../core/TransferStore.ts"
+import { sqliteTransferStoreOn, tempDir, tempSqliteTransferStore } from "./TempSqlite.ts"
+import { transferStoreContract } from "./TransferStore.contract.ts"
+
+transferStoreContract("SQLite", tempSqliteTransferStore)
+
+// The amount column holds SQLite INTEGERs (so SUM adds integers, never floats), exact beyond 2^53 although
+// the driver would read them as rounded JS numbers; the adapter reads them as text.
+layer(tempSqliteTransferStore())("SQLite transfers.amount", (it) => {
+  it.effect("is stored as an exact INTEGER and read back exactly", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const store = yield* TransferStore
+      const client = ClientId.make(`cl_${"amount".padEnd(24, "x")}`)
+      const id = TransferId.make(`tr_${"amount".padEnd(24, "x")}`)
+      yield* store.createClient({ id: client, name: "Amount" }, "hash-amount", DateTime.unsafeMake(0))
+      yield* store.record(
+        new Transfer({
+          id,
+          clientId: client,
+          reference: Reference.make("amount"),
+          amount: 9_007_199_254_740_993n,
+          currency: CurrencyCode.make("USD"),
+          status: "approved",
+          sender: {
+            first_name: "Ann",
+            email: "ann@example.com",
+            card: { brand: "visa", last4: "4242", exp_month: 12, exp_year: 2030, fingerprint: "fp" }
+          },
+          recipient: { first_name: "Bob", email: "bob@example.com", merchant_id: "merchant-a" },
+          authorizationCode: "AUTH",
+          createdAt: DateTime.unsafeMake(0)
+        })
+      )
+      const rows = yield* sql<{ raw: unknown; text: string; kind: string }>`
+        SELECT amount AS raw, CAST(amount AS TEXT) AS text, typeof(amount) AS kind FROM transfers`
+      assert.deepStrictEqual(rows.map((r) => [r.text, r.kind]), [["9007199254740993", "integer"]])
+      // What a plain read gives: a rounded number. The store must not return that.
+      assert.strictEqual(rows[0]!.raw, 9_007_199_254_740_992)
+      assert.strictEqual(Option.getOrThrow(yield* store.get(client, id)).amount, 9_007_199_254_740_993n)
+    }))
+})
+
+interface ProcessResult {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+interface RoundResult {
+  readonly start: string
+  readonly recorded: string | null
+  readonly existing: string | null
+}
+
+const transferProcess = fileURLToPath(new URL("./TransferProcess.ts", import.meta.url))
+const processTransferId = (label: string, round: number) => `tr_${`p${label}r${round}`.padEnd(24, "x")}`
+
+// Starts `count` processes on `filename`, lets them all go at once when every one is ready, and answers how
+// each ended. The processes are killed if the test ends first.
+const runProcesses = (filename: string, client: ClientId, count: number, rounds: number) =>
+  Effect.async<ReadonlyArray<ProcessResult>>((resume) => {
+    const children: Array<ChildProcess> = []
+    const results: Array<ProcessResult> = []
+    let ready = 0
+    let done = 0
+    for (let i = 0; i < count; i++) {
+      const child = spawn(
+        process.execPath,
+        ["--import", "tsx", transferProcess, filename, client, String(rounds), `${i}`],
+        { stdio: ["pipe", "pipe", "pipe"] }
+      )
+      children.push(child)
+      let stdout = ""
+      let stderr = ""
+      child.stdout!.on("data", (chunk) => {
+        const before = stdout
+        stdout += String(chunk)
+        if (!before.includes("ready\n") && stdout.includes("ready\n") && ++ready === count) {
+          for (const c of children) c.stdin!.write("go\n")
+        }
+      })
+      child.stderr!.on("data", (chunk) => (stderr += String(chunk)))
+      child.on("close", (code) => {
+        results[i] = { code, stdout, stderr }
+        if (++done === count) resume(Effect.succeed(results))
+      })
+    }
+    return Effect.sync(() => {
+      for (const child of children) if (child.exitCode === null) child.kill("SIGKILL")
+    })
+  })
+
+// Separate processes, each with its own connection, as several app instances on one file would be. In every
+// round all processes begin the same idempotency key with the same body and then record a transfer with the
+// same reference (each with its own id), so both the key and the reference are raced across processes.
+describe("SQLite transfer storage across processes", () => {
+  it.live(
+    "processes racing beginIdempotent and record on one key and one reference: one Started, one row",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        const dir = yield* tempDir
+        const filename = join(dir, "transfers.db")
+        const context = yield* Layer.build(sqliteTransferStoreOn(filename))
+        const store = Context.get(context, TransferStore)
+        const sql = Context.get(context, SqlClient)
+        const client = ClientId.make(`cl_${"racer".padEnd(24, "x")}`)
+        yield* store.createClient({ id: client, name: "Racer" }, "hash-racer", DateTime.unsafeMake(Date.now()))
+        const processes = 4
+        const rounds = 40
+        const results = yield* runProcesses(filename, client, processes, rounds).pipe(Effect.timeout("50 seconds"))
+        const perProcess = results.map((result, i) => {
+          assert.strictEqual(result.code, 0, `process ${i} failed:\n${result.stderr}`)
+          const line = result.stdout.split("\n").find((l) => l.startsWith("result "))
+          assert.isDefined(line, `process ${i} printed no result:\n${result.stdout}`)
+          return JSON.parse(line!.slice("result ".length)) as ReadonlyArray<RoundResult>
+        })
+        for (let round = 0; round < rounds; round++) {
+          const answers = perProcess.map((p) => p[round]!)
+          const starters = answers.flatMap((a, i) => (a.start === "Started" ? [i] : []))
+          assert.lengthOf(starters, 1, `round ${round}: starts ${answers.map((a) => a.start)}`)
+          for (const a of answers) assert.include(["Started", "InProgress", "Replay"], a.start, `round ${round}`)
+          const winners = answers.flatMap((a, i) => (a.recorded === null ? [] : [i]))
+          assert.lengthOf(winners, 1, `round ${round}: one record succeeds`)
+          const winnerId = processTransferId(String(winners[0]), round)
+          assert.strictEqual(answers[winners[0]!]!.recorded, winnerId)
+          for (const [i, a] of answers.entries()) {
+            if (i !== winners[0]) assert.strictEqual(a.existing, winnerId, `round ${round} process ${i}`)
+          }
+          const rows = yield* sql<{ id: string }>`SELECT id FROM transfers WHERE reference = ${`ref-${round}`}`
+          assert.deepStrictEqual(rows.map((r) => r.id), [winnerId], `round ${round}`)
+          // The key replays the winner's response if the process that started it also won the reference;
+          // otherwise its record failed and the key is still running.
+          const again = yield* store.beginIdempotent(
+            client,
+            `key-${round}`,
+            "hash-same-body",
+            DateTime.unsafeMake(Date.now())
+          )
+          if (starters[0] === winners[0]) {
+            assert.deepStrictEqual(again, {
+              _tag: "Replay",
+              response: { status: 201, body: JSON.stringify({ id: winnerId }) }
+            })
+          } else {
+            assert.deepStrictEqual(again, { _tag: "InProgress" })
+          }
+        }
+        const counts = yield* sql<{ transfers: unknown; keys: unknown }>`
+          SELECT (SELECT count(*) FROM transfers) AS transfers, (SELECT count(*) FROM idempotency_keys) AS keys`
+        assert.deepStrictEqual([Number(counts[0]!.transfers), Number(counts[0]!.keys)], [rounds, rounds])
+      })),
+    60_000
+  )
+})

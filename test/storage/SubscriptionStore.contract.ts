@@ -1,0 +1,510 @@
+// What every SubscriptionStore adapter must do, whatever database is behind it. The checks use the port only,
+// plus SqlClient to count rows; `makeLayer` must give a new, migrated database (with the "default" feed) each time.
+import { SqlClient } from "@effect/sql/SqlClient"
+import { assert, describe, it } from "@effect/vitest"
+import { DateTime, Duration, Effect, type Layer, Option } from "effect"
+import { Dialect } from "../../adapters/sql/Dialect.ts"
+import { Email } from "../../core/Email.ts"
+import { InvalidToken } from "../../core/Errors.ts"
+import { DefaultFeed, FeedName } from "../../core/Feed.ts"
+import { Event, MailThrottle, SubscriberName, type Subscription } from "../../core/Subscription.ts"
+import { type IssuedTokens, type OutboxEntry, SubscriptionStore } from "../../core/SubscriptionStore.ts"
+import { ConfirmTokenTtl, TokenHash } from "../../core/Token.ts"
+
+const T0 = Date.UTC(2025, 0, 15, 12, 0, 0)
+const at = (ms: number) => DateTime.unsafeMake(T0 + ms)
+const t0 = at(0)
+const plus = (time: DateTime.Utc, duration: Duration.DurationInput) => DateTime.addDuration(time, duration)
+// A negative Duration is zero in Effect: going back in time needs its own function.
+const minus = (time: DateTime.Utc, duration: Duration.DurationInput) => DateTime.subtractDuration(time, duration)
+// chai's deep equality treats every Option as equal to every other (their fields live on prototypes), so
+// Options are compared through their values.
+const valueOf = <A>(option: Option.Option<A>): A | undefined => Option.getOrUndefined(option)
+const Lease = Duration.seconds(30)
+
+const ann = { name: SubscriberName.make("Ann"), email: Email.make("ann@example.com"), feed: DefaultFeed }
+const bob = { name: SubscriberName.make("Bob"), email: Email.make("bob@example.com"), feed: DefaultFeed }
+const OtherFeed = FeedName.make("other")
+
+type Table = "subscriptions" | "mail_outbox" | "subscription_tokens"
+
+const count = (table: Table) =>
+  Effect.flatMap(SqlClient, (sql) => sql<{ n: unknown }>`SELECT count(*) AS n FROM ${sql(table)}`).pipe(
+    Effect.map((rows) => Number(rows[0]!.n)),
+    Effect.orDie
+  )
+
+// Times as the database stores them (milliseconds on SQLite, timestamptz on PostgreSQL): the dialect says how.
+const insertOtherFeed = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  const { time } = yield* Dialect
+  yield* sql`INSERT INTO feeds (name, title, created_at, updated_at) VALUES (${OtherFeed}, 'Other', ${time(T0)}, ${
+    time(T0)
+  })`
+}).pipe(Effect.orDie)
+
+// Token hashes as a worker would store them when it mails a confirmation at `now`.
+const issued = (label: string, now: DateTime.Utc): IssuedTokens => ({
+  confirm: { hash: TokenHash.make(`${label}-confirm`), expiresAt: plus(now, ConfirmTokenTtl) },
+  unsubscribe: { hash: TokenHash.make(`${label}-unsubscribe`) }
+})
+
+const idsOf = (entries: ReadonlyArray<OutboxEntry>) => entries.map((e) => e.id).sort((a, b) => a - b)
+
+const assertInvalidToken = (error: unknown) => {
+  assert.instanceOf(error, InvalidToken)
+  assert.strictEqual((error as InvalidToken)._tag, "InvalidToken")
+}
+
+export const subscriptionStoreContract = (
+  name: string,
+  makeLayer: () => Layer.Layer<SubscriptionStore | SqlClient, unknown>
+): void => {
+  describe(`SubscriptionStore contract: ${name}`, () => {
+    const run = <A, E>(self: Effect.Effect<A, E, SubscriptionStore | SqlClient>) => Effect.provide(self, makeLayer())
+
+    // Plays the worker for `subscription`: claims its due mail, stores the tokens it would carry, marks it sent.
+    const mailConfirmation = (subscription: Subscription, label: string, now: DateTime.Utc) =>
+      Effect.gen(function*() {
+        const store = yield* SubscriptionStore
+        const due = yield* store.claimDue(now, plus(now, Lease), 100)
+        const entry = due.find((e) => e.subscriptionId === subscription.id)
+        assert.isDefined(entry, `no due mail for subscription ${subscription.id}`)
+        const tokens = issued(label, now)
+        const prepared = yield* store.prepareConfirmation(entry!, tokens, now)
+        assert.isTrue(Option.isSome(prepared), "prepareConfirmation refused a pending subscription")
+        yield* store.markSent(entry!.id, now)
+        return tokens
+      })
+
+    // Subscribes `who` and confirms through the token flow; answers the tokens the confirmation mail carried.
+    const activeSubscription = (who: typeof ann, label: string, now: DateTime.Utc) =>
+      Effect.gen(function*() {
+        const store = yield* SubscriptionStore
+        const { subscription } = yield* store.subscribe({ ...who, now })
+        const tokens = yield* mailConfirmation(subscription, label, now)
+        const confirmed = yield* store.redeemToken(tokens.confirm.hash, "confirm", Event.Confirm(), now)
+        assert.strictEqual(confirmed.status, "active")
+        assert.strictEqual(confirmed.id, subscription.id)
+        return { subscription: confirmed, tokens }
+      })
+
+    describe("feeds", () => {
+      it.effect("the migrated database has the default feed; an unknown feed is none", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const feed = yield* store.findFeed(DefaultFeed)
+          assert.isTrue(Option.isSome(feed))
+          assert.strictEqual(Option.getOrThrow(feed).name, "default")
+          assert.isTrue(Option.isNone(yield* store.findFeed(FeedName.make("no-such-feed"))))
+        })))
+    })
+
+    describe("subscribe", () => {
+      it.effect("a new address becomes a pending subscription with one confirmation mail queued", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const { queued, subscription } = yield* store.subscribe({ ...ann, now: t0 })
+          assert.strictEqual(subscription.status, "pending")
+          assert.isTrue(Number.isInteger(subscription.id) && subscription.id > 0, `id ${subscription.id}`)
+          assert.isTrue(queued)
+          assert.strictEqual(subscription.name, "Ann")
+          assert.strictEqual(subscription.email, "ann@example.com")
+          assert.strictEqual(subscription.feed, "default")
+          assert.strictEqual(DateTime.toEpochMillis(subscription.createdAt), T0)
+          assert.strictEqual(DateTime.toEpochMillis(subscription.updatedAt), T0)
+          assert.strictEqual(yield* count("subscriptions"), 1)
+          assert.strictEqual(yield* count("mail_outbox"), 1)
+          const stored = yield* store.get(subscription.id)
+          assert.deepStrictEqual(valueOf(Option.map(stored, (s) => [s.id, s.status, s.email])), [
+            subscription.id,
+            "pending",
+            "ann@example.com"
+          ])
+        })))
+
+      it.effect("addresses match case-insensitively within a feed", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const first = yield* store.subscribe({ ...ann, email: Email.make("Ann@Example.com"), now: t0 })
+          const second = yield* store.subscribe({ ...ann, email: Email.make("ann@example.com"), now: at(1000) })
+          assert.strictEqual(second.subscription.id, first.subscription.id)
+          const third = yield* store.subscribe({ ...ann, email: Email.make("ANN@EXAMPLE.COM"), now: at(2000) })
+          assert.strictEqual(third.subscription.id, first.subscription.id)
+          assert.strictEqual(yield* count("subscriptions"), 1)
+        })))
+
+      it.effect("the same address in another feed is another subscription", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          yield* insertOtherFeed
+          const inDefault = yield* store.subscribe({ ...ann, now: t0 })
+          const inOther = yield* store.subscribe({ ...ann, feed: OtherFeed, now: t0 })
+          assert.notStrictEqual(inOther.subscription.id, inDefault.subscription.id)
+          assert.strictEqual(inOther.subscription.feed, "other")
+          assert.strictEqual(inOther.subscription.status, "pending")
+          assert.isTrue(inOther.queued)
+          assert.strictEqual(yield* count("subscriptions"), 2)
+          assert.strictEqual(yield* count("mail_outbox"), 2)
+        })))
+
+      it.effect("a different address is a different subscription", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const a = yield* store.subscribe({ ...ann, now: t0 })
+          const b = yield* store.subscribe({ ...bob, now: t0 })
+          assert.notStrictEqual(a.subscription.id, b.subscription.id)
+          assert.strictEqual(yield* count("subscriptions"), 2)
+        })))
+
+      it.effect("a pending address subscribed again keeps its id and takes the new name", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const first = yield* store.subscribe({ ...ann, now: t0 })
+          const again = yield* store.subscribe({ ...ann, name: SubscriberName.make("Ann Smith"), now: at(60_000) })
+          assert.strictEqual(again.subscription.id, first.subscription.id)
+          assert.strictEqual(again.subscription.status, "pending")
+          assert.strictEqual(again.subscription.name, "Ann Smith")
+          assert.strictEqual(DateTime.toEpochMillis(again.subscription.updatedAt), T0 + 60_000)
+          assert.strictEqual(DateTime.toEpochMillis(again.subscription.createdAt), T0)
+        })))
+
+      it.effect("queues at most MailThrottle.maxMails confirmation mails per subscription within the window", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const minutes = (n: number) => at(n * 60_000)
+          let id: number | undefined
+          for (let i = 0; i < MailThrottle.maxMails + 3; i++) {
+            const { queued, subscription } = yield* store.subscribe({ ...ann, now: minutes(i) })
+            id ??= subscription.id
+            assert.strictEqual(subscription.id, id)
+            assert.strictEqual(subscription.status, "pending")
+            assert.strictEqual(queued, i < MailThrottle.maxMails, `request ${i + 1}`)
+          }
+          assert.strictEqual(yield* count("mail_outbox"), MailThrottle.maxMails)
+          // Still within 24 hours of the last queued mail: nothing more.
+          const later = yield* store.subscribe({ ...ann, now: plus(t0, Duration.hours(23)) })
+          assert.isFalse(later.queued)
+          assert.strictEqual(yield* count("mail_outbox"), MailThrottle.maxMails)
+          // Once the window has passed over every queued mail, the address gets a mail again.
+          const nextDay = yield* store.subscribe({ ...ann, now: plus(t0, Duration.hours(25)) })
+          assert.isTrue(nextDay.queued)
+          assert.strictEqual(nextDay.subscription.id, id)
+          assert.strictEqual(yield* count("mail_outbox"), MailThrottle.maxMails + 1)
+        })))
+
+      it.effect("the throttle counts per subscription: another address is not held back", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          for (let i = 0; i < MailThrottle.maxMails + 1; i++) yield* store.subscribe({ ...ann, now: t0 })
+          const other = yield* store.subscribe({ ...bob, now: t0 })
+          assert.isTrue(other.queued)
+          assert.strictEqual(yield* count("mail_outbox"), MailThrottle.maxMails + 1)
+        })))
+
+      it.effect("an active subscription subscribed again stays active, keeps its name and queues nothing", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const { subscription } = yield* activeSubscription(ann, "ann", t0)
+          const outboxBefore = yield* count("mail_outbox")
+          const again = yield* store.subscribe({ ...ann, name: SubscriberName.make("Mallory"), now: at(1000) })
+          assert.strictEqual(again.subscription.id, subscription.id)
+          assert.strictEqual(again.subscription.status, "active")
+          assert.strictEqual(again.subscription.name, "Ann")
+          assert.isFalse(again.queued)
+          assert.strictEqual(yield* count("mail_outbox"), outboxBefore)
+          const stored = Option.getOrThrow(yield* store.get(subscription.id))
+          assert.strictEqual(stored.status, "active")
+          assert.strictEqual(stored.name, "Ann")
+        })))
+
+      it.effect("an unsubscribed subscription subscribed again is pending again and gets a mail", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const { subscription, tokens } = yield* activeSubscription(ann, "ann", t0)
+          const gone = yield* store.redeemToken(tokens.unsubscribe.hash, "unsubscribe", Event.Unsubscribe(), at(1000))
+          assert.strictEqual(gone.status, "unsubscribed")
+          const again = yield* store.subscribe({ ...ann, now: at(2000) })
+          assert.strictEqual(again.subscription.id, subscription.id)
+          assert.strictEqual(again.subscription.status, "pending")
+          assert.isTrue(again.queued)
+          assert.strictEqual(yield* count("mail_outbox"), 2)
+          const due = yield* store.claimDue(at(2000), plus(at(2000), Lease), 10)
+          assert.deepStrictEqual(due.map((e) => e.subscriptionId), [subscription.id])
+        })))
+
+      it.effect("20 concurrent subscribe calls for one address make one subscription and at most maxMails mails", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const results = yield* Effect.all(
+            Array.from({ length: 20 }, (_, i) =>
+              store.subscribe({
+                ...ann,
+                email: Email.make(i % 2 === 0 ? "ann@example.com" : "Ann@Example.COM"),
+                now: t0
+              })),
+            { concurrency: "unbounded" }
+          )
+          assert.strictEqual(new Set(results.map((r) => r.subscription.id)).size, 1)
+          assert.strictEqual(yield* count("subscriptions"), 1)
+          const outbox = yield* count("mail_outbox")
+          assert.isAtLeast(outbox, 1)
+          assert.isAtMost(outbox, MailThrottle.maxMails)
+          // Every "queued" answer stands for a row, and no row went unreported.
+          assert.strictEqual(results.filter((r) => r.queued).length, outbox)
+        })))
+    })
+
+    describe("outbox", () => {
+      it.effect("claimDue returns the due rows and leases them until leaseUntil", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const a = yield* store.subscribe({ ...ann, now: t0 })
+          const b = yield* store.subscribe({ ...bob, now: at(10) })
+          // Not due before it was queued.
+          assert.deepStrictEqual(yield* store.claimDue(at(-1), plus(at(-1), Lease), 10), [])
+          const leaseUntil = plus(at(10), Lease)
+          const due = yield* store.claimDue(at(10), leaseUntil, 10)
+          assert.lengthOf(due, 2)
+          assert.sameMembers(due.map((e) => e.subscriptionId), [a.subscription.id, b.subscription.id])
+          for (const entry of due) {
+            assert.strictEqual(entry.attempts, 0)
+            assert.isTrue(Number.isInteger(entry.id) && entry.id > 0)
+          }
+          // Leased: nobody else takes them, now or until the lease ends.
+          assert.deepStrictEqual(yield* store.claimDue(at(10), leaseUntil, 10), [])
+          assert.deepStrictEqual(yield* store.claimDue(minus(leaseUntil, Duration.millis(1)), leaseUntil, 10), [])
+          // When the lease ends they are due again.
+          const again = yield* store.claimDue(leaseUntil, plus(leaseUntil, Lease), 10)
+          assert.deepStrictEqual(idsOf(again), idsOf(due))
+          for (const entry of again) assert.strictEqual(entry.attempts, 0)
+        })))
+
+      it.effect("claimDue takes at most `limit` rows, oldest first", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const a = yield* store.subscribe({ ...ann, now: t0 })
+          const b = yield* store.subscribe({ ...bob, now: at(5) })
+          const first = yield* store.claimDue(at(10), plus(at(10), Lease), 1)
+          assert.deepStrictEqual(first.map((e) => e.subscriptionId), [a.subscription.id])
+          const second = yield* store.claimDue(at(10), plus(at(10), Lease), 1)
+          assert.deepStrictEqual(second.map((e) => e.subscriptionId), [b.subscription.id])
+          assert.deepStrictEqual(yield* store.claimDue(at(10), plus(at(10), Lease), 1), [])
+        })))
+
+      it.effect("concurrent claimDue calls never hand out the same row twice", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          for (let i = 0; i < 8; i++) {
+            yield* store.subscribe({ ...ann, email: Email.make(`reader${i}@example.com`), now: t0 })
+          }
+          const claims = yield* Effect.all(
+            Array.from({ length: 6 }, () => store.claimDue(t0, plus(t0, Lease), 2)),
+            { concurrency: "unbounded" }
+          )
+          const ids = claims.flatMap((c) => c.map((e) => e.id))
+          assert.strictEqual(ids.length, 8)
+          assert.strictEqual(new Set(ids).size, 8)
+        })))
+
+      it.effect("markSent takes a row out of every future claim", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          yield* store.subscribe({ ...ann, now: t0 })
+          const [entry] = yield* store.claimDue(t0, plus(t0, Lease), 10)
+          assert.isDefined(entry)
+          yield* store.markSent(entry!.id, at(100))
+          assert.deepStrictEqual(yield* store.claimDue(plus(t0, Lease), plus(t0, Duration.minutes(1)), 10), [])
+          assert.deepStrictEqual(
+            yield* store.claimDue(plus(t0, Duration.days(3650)), plus(t0, Duration.days(3651)), 10),
+            []
+          )
+          assert.strictEqual(yield* count("mail_outbox"), 1)
+        })))
+
+      it.effect("markFailed with a next attempt counts the attempt and makes the row due at that time", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          yield* store.subscribe({ ...ann, now: t0 })
+          const [entry] = yield* store.claimDue(t0, plus(t0, Lease), 10)
+          const next = at(10_000)
+          yield* store.markFailed(entry!.id, next, "connection refused")
+          assert.deepStrictEqual(yield* store.claimDue(at(9_999), plus(at(9_999), Lease), 10), [])
+          const retry = yield* store.claimDue(next, plus(next, Lease), 10)
+          assert.deepStrictEqual(retry, [{ id: entry!.id, subscriptionId: entry!.subscriptionId, attempts: 1 }])
+          const next2 = at(20_000)
+          yield* store.markFailed(entry!.id, next2, "connection refused")
+          const retry2 = yield* store.claimDue(next2, plus(next2, Lease), 10)
+          assert.deepStrictEqual(retry2.map((e) => e.attempts), [2])
+        })))
+
+      it.effect("markFailed without a next attempt gives the row up for good", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          yield* store.subscribe({ ...ann, now: t0 })
+          const [entry] = yield* store.claimDue(t0, plus(t0, Lease), 10)
+          yield* store.markFailed(entry!.id, undefined, "550 mailbox unavailable")
+          assert.deepStrictEqual(yield* store.claimDue(plus(t0, Lease), plus(t0, Duration.minutes(1)), 10), [])
+          assert.deepStrictEqual(
+            yield* store.claimDue(plus(t0, Duration.days(3650)), plus(t0, Duration.days(3651)), 10),
+            []
+          )
+          // A given-up row still counts towards the throttle: it is not deleted.
+          assert.strictEqual(yield* count("mail_outbox"), 1)
+        })))
+    })
+
+    describe("tokens", () => {
+      it.effect("prepareConfirmation stores the token hashes of a pending subscription", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const { subscription } = yield* store.subscribe({ ...ann, now: t0 })
+          const [entry] = yield* store.claimDue(t0, plus(t0, Lease), 10)
+          const tokens = issued("ann", t0)
+          const prepared = yield* store.prepareConfirmation(entry!, tokens, t0)
+          assert.deepStrictEqual(valueOf(Option.map(prepared, (s) => [s.id, s.status])), [subscription.id, "pending"])
+          assert.strictEqual(yield* count("subscription_tokens"), 2)
+          const byConfirm = yield* store.findByToken(tokens.confirm.hash, "confirm", t0)
+          assert.strictEqual(valueOf(byConfirm)?.id, subscription.id)
+          const byUnsubscribe = yield* store.findByToken(tokens.unsubscribe.hash, "unsubscribe", t0)
+          assert.strictEqual(valueOf(byUnsubscribe)?.id, subscription.id)
+        })))
+
+      it.effect("prepareConfirmation stores nothing and answers none once the subscription is active", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const { subscription } = yield* store.subscribe({ ...ann, now: t0 })
+          yield* store.subscribe({ ...ann, now: t0 }) // a second queued mail
+          const due = yield* store.claimDue(t0, plus(t0, Lease), 10)
+          assert.lengthOf(due, 2)
+          const tokens = issued("first", t0)
+          assert.isTrue(Option.isSome(yield* store.prepareConfirmation(due[0]!, tokens, t0)))
+          yield* store.redeemToken(tokens.confirm.hash, "confirm", Event.Confirm(), t0)
+          const tokensBefore = yield* count("subscription_tokens")
+          const late = issued("late", t0)
+          assert.isTrue(Option.isNone(yield* store.prepareConfirmation(due[1]!, late, t0)))
+          assert.strictEqual(yield* count("subscription_tokens"), tokensBefore)
+          assert.isTrue(Option.isNone(yield* store.findByToken(late.confirm.hash, "confirm", t0)))
+          assert.isTrue(Option.isNone(yield* store.findByToken(late.unsubscribe.hash, "unsubscribe", t0)))
+          assert.strictEqual(Option.getOrThrow(yield* store.get(subscription.id)).status, "active")
+        })))
+
+      it.effect("prepareConfirmation stores nothing and answers none once the subscription is unsubscribed", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          yield* store.subscribe({ ...ann, now: t0 })
+          yield* store.subscribe({ ...ann, now: t0 })
+          const due = yield* store.claimDue(t0, plus(t0, Lease), 10)
+          const tokens = issued("first", t0)
+          yield* store.prepareConfirmation(due[0]!, tokens, t0)
+          yield* store.redeemToken(tokens.unsubscribe.hash, "unsubscribe", Event.Unsubscribe(), t0)
+          const tokensBefore = yield* count("subscription_tokens")
+          assert.isTrue(Option.isNone(yield* store.prepareConfirmation(due[1]!, issued("late", t0), t0)))
+          assert.strictEqual(yield* count("subscription_tokens"), tokensBefore)
+        })))
+
+      it.effect("findByToken finds a usable confirm token only: not expired, not of another purpose, not unknown", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const { subscription } = yield* store.subscribe({ ...ann, now: t0 })
+          const tokens = yield* mailConfirmation(subscription, "ann", t0)
+          const expiresAt = tokens.confirm.expiresAt
+          const found = (hash: TokenHash, purpose: "confirm" | "unsubscribe", now: DateTime.Utc) =>
+            Effect.map(store.findByToken(hash, purpose, now), (s) => valueOf(s)?.id)
+          assert.strictEqual(yield* found(tokens.confirm.hash, "confirm", t0), subscription.id)
+          assert.strictEqual(yield* found(tokens.confirm.hash, "confirm", minus(expiresAt, 1)), subscription.id)
+          assert.isUndefined(yield* found(tokens.confirm.hash, "confirm", expiresAt))
+          assert.isUndefined(yield* found(tokens.confirm.hash, "confirm", plus(expiresAt, Duration.days(1))))
+          // A hash only works for the purpose it was issued for.
+          assert.isUndefined(yield* found(tokens.confirm.hash, "unsubscribe", t0))
+          assert.isUndefined(yield* found(tokens.unsubscribe.hash, "confirm", t0))
+          assert.isUndefined(yield* found(TokenHash.make("never-issued"), "confirm", t0))
+          // Unsubscribe tokens do not expire.
+          assert.strictEqual(
+            yield* found(tokens.unsubscribe.hash, "unsubscribe", plus(t0, Duration.days(3650))),
+            subscription.id
+          )
+        })))
+
+      it.effect("a confirm token activates the subscription once; a second redeem fails with InvalidToken", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const { subscription } = yield* store.subscribe({ ...ann, now: t0 })
+          const tokens = yield* mailConfirmation(subscription, "ann", t0)
+          const confirmed = yield* store.redeemToken(tokens.confirm.hash, "confirm", Event.Confirm(), at(1000))
+          assert.strictEqual(confirmed.id, subscription.id)
+          assert.strictEqual(confirmed.status, "active")
+          assert.strictEqual(DateTime.toEpochMillis(confirmed.updatedAt), T0 + 1000)
+          assert.strictEqual(Option.getOrThrow(yield* store.get(subscription.id)).status, "active")
+          assertInvalidToken(
+            yield* Effect.flip(store.redeemToken(tokens.confirm.hash, "confirm", Event.Confirm(), at(2000)))
+          )
+          assert.isTrue(Option.isNone(yield* store.findByToken(tokens.confirm.hash, "confirm", at(2000))))
+        })))
+
+      it.effect("an expired, unknown or wrong-purpose token cannot be redeemed and changes nothing", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const { subscription } = yield* store.subscribe({ ...ann, now: t0 })
+          const tokens = yield* mailConfirmation(subscription, "ann", t0)
+          const redeem = (hash: TokenHash, purpose: "confirm" | "unsubscribe", now: DateTime.Utc) =>
+            Effect.flip(store.redeemToken(hash, purpose, Event.Confirm(), now))
+          assertInvalidToken(yield* redeem(tokens.confirm.hash, "confirm", tokens.confirm.expiresAt))
+          assertInvalidToken(yield* redeem(tokens.confirm.hash, "unsubscribe", t0))
+          assertInvalidToken(yield* redeem(TokenHash.make("never-issued"), "confirm", t0))
+          assert.strictEqual(Option.getOrThrow(yield* store.get(subscription.id)).status, "pending")
+          // The failed attempts did not use the token up.
+          const confirmed = yield* store.redeemToken(tokens.confirm.hash, "confirm", Event.Confirm(), at(1000))
+          assert.strictEqual(confirmed.status, "active")
+        })))
+
+      it.effect("an unsubscribe token unsubscribes, and works again (idempotent)", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const { subscription, tokens } = yield* activeSubscription(ann, "ann", t0)
+          const first = yield* store.redeemToken(tokens.unsubscribe.hash, "unsubscribe", Event.Unsubscribe(), at(1000))
+          assert.strictEqual(first.id, subscription.id)
+          assert.strictEqual(first.status, "unsubscribed")
+          const second = yield* store.redeemToken(tokens.unsubscribe.hash, "unsubscribe", Event.Unsubscribe(), at(2000))
+          assert.strictEqual(second.status, "unsubscribed")
+          assert.strictEqual(Option.getOrThrow(yield* store.get(subscription.id)).status, "unsubscribed")
+          assert.isTrue(Option.isSome(yield* store.findByToken(tokens.unsubscribe.hash, "unsubscribe", at(3000))))
+        })))
+
+      it.effect("an unsubscribe token works on a pending subscription too", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const { subscription } = yield* store.subscribe({ ...ann, now: t0 })
+          const tokens = yield* mailConfirmation(subscription, "ann", t0)
+          const gone = yield* store.redeemToken(tokens.unsubscribe.hash, "unsubscribe", Event.Unsubscribe(), t0)
+          assert.strictEqual(gone.status, "unsubscribed")
+        })))
+
+      it.effect("a confirm token does not revive an unsubscribed subscription", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const { subscription } = yield* store.subscribe({ ...ann, now: t0 })
+          const tokens = yield* mailConfirmation(subscription, "ann", t0)
+          yield* store.redeemToken(tokens.unsubscribe.hash, "unsubscribe", Event.Unsubscribe(), at(1000))
+          assertInvalidToken(
+            yield* Effect.flip(store.redeemToken(tokens.confirm.hash, "confirm", Event.Confirm(), at(2000)))
+          )
+          assert.strictEqual(Option.getOrThrow(yield* store.get(subscription.id)).status, "unsubscribed")
+        })))
+
+      it.effect("unsubscribing voids the confirmation links still out, so they cannot confirm a later signup", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const { subscription } = yield* store.subscribe({ ...ann, now: t0 })
+          const tokens = yield* mailConfirmation(subscription, "ann", t0)
+          yield* store.redeemToken(tokens.unsubscribe.hash, "unsubscribe", Event.Unsubscribe(), at(1000))
+          const again = yield* store.subscribe({ ...ann, now: at(2000) })
+          assert.strictEqual(again.subscription.status, "pending")
+          assertInvalidToken(
+            yield* Effect.flip(store.redeemToken(tokens.confirm.hash, "confirm", Event.Confirm(), at(3000)))
+          )
+          assert.strictEqual(Option.getOrThrow(yield* store.get(subscription.id)).status, "pending")
+        })))
+    })
+  })
+}

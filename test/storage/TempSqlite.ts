@@ -1,0 +1,43 @@
+// SQLite storage in a fresh temporary directory: a real file, migrated with the service's own migration
+// list, removed again when the layer is released. Shared by the storage and outbox tests.
+import type { SqlClient } from "@effect/sql/SqlClient"
+import { Effect, Layer } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { runMigrations } from "../../adapters/sql/Migrations.ts"
+import { layer as SqlSubscriptionStore } from "../../adapters/sql/SqlSubscriptionStore.ts"
+import { layer as SqlTransferStore } from "../../adapters/sql/SqlTransferStore.ts"
+import { openBetterSqlite3 } from "../../adapters/sqlite/BetterSqlite3.ts"
+import { layer as SqliteClient } from "../../adapters/sqlite/SqliteClient.ts"
+import type { SubscriptionStore } from "../../core/SubscriptionStore.ts"
+import type { TransferStore } from "../../core/TransferStore.ts"
+
+// A temporary directory that lives as long as the scope.
+export const tempDir = Effect.acquireRelease(
+  Effect.sync(() => mkdtempSync(join(tmpdir(), "paysub-storage-"))),
+  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+)
+
+// A client on `filename` as the app makes it.
+export const sqliteClient = (filename: string) => SqliteClient({ filename, open: openBetterSqlite3 })
+
+// The storage adapter over one connection to `filename`, migrations run first.
+export const sqliteStoreOn = (filename: string): Layer.Layer<SubscriptionStore | SqlClient, unknown> => {
+  const sql = sqliteClient(filename)
+  return SqlSubscriptionStore.pipe(Layer.provide(Layer.effectDiscard(runMigrations)), Layer.provideMerge(sql))
+}
+
+// The storage adapter on a new database file in a new temporary directory.
+export const tempSqliteStore = (): Layer.Layer<SubscriptionStore | SqlClient, unknown> =>
+  Layer.unwrapScoped(Effect.map(tempDir, (dir) => sqliteStoreOn(join(dir, "paysub.db"))))
+
+// The transfer storage adapter over one connection to `filename`, migrations run first.
+export const sqliteTransferStoreOn = (filename: string): Layer.Layer<TransferStore | SqlClient, unknown> => {
+  const sql = sqliteClient(filename)
+  return SqlTransferStore.pipe(Layer.provide(Layer.effectDiscard(runMigrations)), Layer.provideMerge(sql))
+}
+
+// The transfer storage adapter on a new database file in a new temporary directory.
+export const tempSqliteTransferStore = (): Layer.Layer<TransferStore | SqlClient, unknown> =>
+  Layer.unwrapScoped(Effect.map(tempDir, (dir) => sqliteTransferStoreOn(join(dir, "paysub.db"))))

@@ -1,0 +1,753 @@
+// What every TransferStore adapter must do, whatever database is behind it. The checks use the port only, plus
+// SqlClient to count rows and read raw columns; `makeLayer` must give a new, migrated database each time.
+import { SqlClient } from "@effect/sql/SqlClient"
+import { assert, describe, it } from "@effect/vitest"
+import { DateTime, Duration, Effect, Either, FastCheck as fc, type Layer, Option } from "effect"
+import { millisOf } from "../../adapters/sql/Dialect.ts"
+import { IdempotencyLease } from "../../adapters/sql/SqlTransferStore.ts"
+import { CurrencyCode } from "../../core/Currency.ts"
+import { ClientId, DuplicateReference, Reference, Transfer, TransferId } from "../../core/Transfer.ts"
+import { randomId } from "../../core/Transfers.ts"
+import { type Completion, type StoredResponse, TransferStore } from "../../core/TransferStore.ts"
+
+const T0 = Date.UTC(2025, 0, 15, 12, 0, 0)
+const at = (ms: number) => DateTime.unsafeMake(T0 + ms)
+const t0 = at(0)
+const ms = DateTime.toEpochMillis
+// chai's deep equality treats every Option as equal to every other (their fields live on prototypes), so
+// Options are compared through their values.
+const valueOf = <A>(option: Option.Option<A>): A | undefined => Option.getOrUndefined(option)
+
+// Ids from a label of at most 24 letters and digits, padded with "x" (never with digits: the card-data check
+// below looks for long digit runs).
+const padded = (prefix: string, label: string) => {
+  assert.match(label, /^[0-9A-Za-z]{1,24}$/)
+  return `${prefix}${label.padEnd(24, "x")}`
+}
+const clientId = (label: string) => ClientId.make(padded("cl_", label))
+const transferId = (label: string) => TransferId.make(padded("tr_", label))
+const ref = (label: string) => Reference.make(`ref-${label}`)
+
+const USD = CurrencyCode.make("USD")
+const EUR = CurrencyCode.make("EUR")
+const JPY = CurrencyCode.make("JPY")
+
+type TransferFields = ConstructorParameters<typeof Transfer>[0]
+
+const base = (client: ClientId, label: string) => ({
+  id: transferId(label),
+  clientId: client,
+  reference: ref(label),
+  amount: 1234n,
+  currency: USD,
+  sender: {
+    first_name: "Ann",
+    middle_name: "Marie",
+    email: "ann@example.com",
+    card: { brand: "visa" as const, last4: "4242", exp_month: 12, exp_year: 2030, fingerprint: "fp-ann-visa" }
+  },
+  recipient: { first_name: "Bob", middle_name: "Quincy", email: "bob@example.com", merchant_id: "merchant-a" },
+  createdAt: t0
+})
+
+const approved = (client: ClientId, label: string, overrides: Partial<TransferFields> = {}) =>
+  new Transfer({ ...base(client, label), status: "approved", authorizationCode: `AUTH${label}`, ...overrides })
+
+const declined = (client: ClientId, label: string, overrides: Partial<TransferFields> = {}) =>
+  new Transfer({
+    ...base(client, label),
+    status: "declined",
+    failure: { code: "card_declined", decline_code: "do_not_honor" },
+    ...overrides
+  })
+
+// Every field of a transfer as plain data: own keys only, so an absent optional field and one set to
+// undefined differ.
+const plain = (t: Transfer) => ({ ...t, createdAt: ms(t.createdAt) })
+
+const countTransfers = (where: { readonly client?: ClientId; readonly reference?: Reference } = {}) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    sql<{ n: unknown }>`SELECT count(*) AS n FROM transfers WHERE ${
+      sql.and([
+        ...(where.client === undefined ? [] : [sql`client_id = ${where.client}`]),
+        ...(where.reference === undefined ? [] : [sql`reference = ${where.reference}`])
+      ])
+    }`).pipe(Effect.map((rows) => Number(rows[0]!.n)), Effect.orDie)
+
+const countIdempotencyKeys = Effect.flatMap(
+  SqlClient,
+  (sql) => sql<{ n: unknown }>`SELECT count(*) AS n FROM idempotency_keys`
+).pipe(Effect.map((rows) => Number(rows[0]!.n)), Effect.orDie)
+
+const responseOf = (status: number) => (t: Transfer): StoredResponse => ({
+  status,
+  body: JSON.stringify({ id: t.id, reference: t.reference, status: t.status })
+})
+
+export const transferStoreContract = (
+  name: string,
+  makeLayer: () => Layer.Layer<TransferStore | SqlClient, unknown>
+): void => {
+  describe(`TransferStore contract: ${name}`, () => {
+    const run = <A, E>(self: Effect.Effect<A, E, TransferStore | SqlClient>) => Effect.provide(self, makeLayer())
+
+    // Creates an API client whose key hash is "hash-<label>".
+    const newClient = (label: string, now = t0) =>
+      Effect.gen(function*() {
+        const store = yield* TransferStore
+        const id = clientId(label)
+        yield* store.createClient({ id, name: `Client ${label}` }, `hash-${label}`, now)
+        return id
+      })
+
+    describe("clients", () => {
+      it.effect("a fresh database has no clients; createClient makes one findable by its key hash only", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          assert.isFalse(yield* store.hasClients)
+          assert.isUndefined(valueOf(yield* store.clientByKeyHash("hash-shop")))
+          const shop = clientId("shop")
+          yield* store.createClient({ id: shop, name: "Zoë's Shop — ünïcode" }, "hash-shop", t0)
+          assert.isTrue(yield* store.hasClients)
+          assert.deepStrictEqual(valueOf(yield* store.clientByKeyHash("hash-shop")), {
+            id: shop,
+            name: "Zoë's Shop — ünïcode"
+          })
+          // The hash matches exactly: no prefix, no case folding.
+          assert.isUndefined(valueOf(yield* store.clientByKeyHash("HASH-SHOP")))
+          assert.isUndefined(valueOf(yield* store.clientByKeyHash("hash-sho")))
+          assert.isUndefined(valueOf(yield* store.clientByKeyHash("")))
+        })))
+
+      it.effect("each key hash finds its own client", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const a = yield* newClient("a")
+          const b = yield* newClient("b", at(1000))
+          assert.isTrue(yield* store.hasClients)
+          assert.deepStrictEqual(valueOf(yield* store.clientByKeyHash("hash-a")), { id: a, name: "Client a" })
+          assert.deepStrictEqual(valueOf(yield* store.clientByKeyHash("hash-b")), { id: b, name: "Client b" })
+        })))
+    })
+
+    describe("record and get", () => {
+      it.effect("an approved transfer with middle names and an authorization code round-trips every field", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          const transfer = approved(client, "one", {
+            amount: 9_007_199_254_740_991n, // 2^53 - 1: the largest amount a JS number still holds exactly
+            currency: JPY,
+            sender: {
+              first_name: "Zoë",
+              middle_name: "Ünïcode Ø",
+              email: "zoe+tag@example.co.uk",
+              card: { brand: "mastercard", last4: "0004", exp_month: 1, exp_year: 2031, fingerprint: "fp/+=_abc" }
+            },
+            recipient: { first_name: "李", middle_name: "小龙", email: "li@example.cn", merchant_id: "m.1:x-y_z" },
+            authorizationCode: "A1B2C3",
+            createdAt: at(123)
+          })
+          const recorded = yield* store.record(transfer)
+          assert.deepStrictEqual(plain(recorded), plain(transfer))
+          const got = yield* store.get(client, transfer.id)
+          assert.isTrue(Option.isSome(got))
+          const stored = Option.getOrThrow(got)
+          assert.instanceOf(stored, Transfer)
+          assert.strictEqual(typeof stored.amount, "bigint")
+          assert.deepStrictEqual(plain(stored), plain(transfer))
+          assert.strictEqual(stored.amount, 9_007_199_254_740_991n)
+          assert.strictEqual(ms(stored.createdAt), T0 + 123)
+          assert.isFalse("failure" in stored)
+          assert.deepStrictEqual(
+            valueOf(Option.map(yield* store.byReference(client, transfer.reference), plain)),
+            plain(transfer)
+          )
+          assert.strictEqual(yield* countTransfers(), 1)
+        })))
+
+      it.effect("a declined transfer without middle names round-trips its failure code and decline code", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          const transfer = declined(client, "two", {
+            amount: 1n,
+            currency: EUR,
+            sender: {
+              first_name: "Ann",
+              email: "ann@example.com",
+              card: { brand: "amex", last4: "0005", exp_month: 7, exp_year: 2027, fingerprint: "fp-amex" }
+            },
+            recipient: { first_name: "Bob", email: "bob@example.com", merchant_id: "merchant-b" },
+            failure: { code: "insufficient_funds", decline_code: "do_not_honor" },
+            createdAt: at(999)
+          })
+          yield* store.record(transfer)
+          const stored = Option.getOrThrow(yield* store.get(client, transfer.id))
+          assert.deepStrictEqual(plain(stored), plain(transfer))
+          assert.strictEqual(stored.status, "declined")
+          assert.deepStrictEqual(stored.failure, { code: "insufficient_funds", decline_code: "do_not_honor" })
+          assert.isFalse("middle_name" in stored.sender, "sender.middle_name came back although none was stored")
+          assert.isFalse("middle_name" in stored.recipient, "recipient.middle_name came back although none was stored")
+          assert.isFalse("authorizationCode" in stored)
+        })))
+
+      it.effect("a declined transfer with a failure code only has no decline_code", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          const transfer = declined(client, "three", { failure: { code: "expired_card" } })
+          yield* store.record(transfer)
+          const stored = Option.getOrThrow(yield* store.get(client, transfer.id))
+          assert.deepStrictEqual(plain(stored), plain(transfer))
+          assert.deepStrictEqual(stored.failure, { code: "expired_card" })
+          assert.isFalse("decline_code" in stored.failure!)
+        })))
+
+      // SQLite drivers read an INTEGER column as a JS number, exact only up to 2^53: the adapter must not let
+      // the amount pass through one.
+      it.effect("amounts above 2^53 come back exactly from get, byReference and list", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          const amounts = [9_007_199_254_740_993n, 2n ** 63n - 1n]
+          for (const [i, amount] of amounts.entries()) {
+            yield* store.record(approved(client, `big${i}`, { amount, createdAt: at(i) }))
+          }
+          for (const [i, amount] of amounts.entries()) {
+            assert.strictEqual(Option.getOrThrow(yield* store.get(client, transferId(`big${i}`))).amount, amount)
+            assert.strictEqual(Option.getOrThrow(yield* store.byReference(client, ref(`big${i}`))).amount, amount)
+          }
+          const listed = yield* store.list(client, { limit: 10 })
+          assert.deepStrictEqual(listed.data.map((t) => t.amount), [...amounts].reverse())
+        })))
+
+      it.effect("get and byReference see only the client's own transfers", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const a = yield* newClient("a")
+          const b = yield* newClient("b")
+          const transfer = yield* store.record(approved(a, "mine"))
+          assert.isTrue(Option.isSome(yield* store.get(a, transfer.id)))
+          assert.isUndefined(valueOf(yield* store.get(b, transfer.id)))
+          assert.isUndefined(valueOf(yield* store.byReference(b, transfer.reference)))
+          assert.isUndefined(valueOf(yield* store.get(a, transferId("nosuch"))))
+          assert.isUndefined(valueOf(yield* store.byReference(a, ref("nosuch"))))
+        })))
+    })
+
+    describe("references", () => {
+      it.effect("a second transfer with the same reference fails with DuplicateReference naming the first", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          const first = yield* store.record(approved(client, "first", { reference: ref("shared") }))
+          const error = yield* Effect.flip(
+            store.record(declined(client, "second", { reference: ref("shared"), createdAt: at(1000) }))
+          )
+          assert.instanceOf(error, DuplicateReference)
+          assert.strictEqual(error._tag, "DuplicateReference")
+          assert.strictEqual(error.existing, first.id)
+          assert.strictEqual(yield* countTransfers(), 1)
+          assert.isUndefined(valueOf(yield* store.get(client, transferId("second"))))
+          // The first transfer is untouched.
+          assert.deepStrictEqual(
+            valueOf(Option.map(yield* store.byReference(client, ref("shared")), plain)),
+            plain(first)
+          )
+        })))
+
+      it.effect("the same reference for another client is another transfer", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const a = yield* newClient("a")
+          const b = yield* newClient("b")
+          yield* store.record(approved(a, "ofa", { reference: ref("shared") }))
+          yield* store.record(approved(b, "ofb", { reference: ref("shared") }))
+          assert.strictEqual(yield* countTransfers(), 2)
+          assert.strictEqual(Option.getOrThrow(yield* store.byReference(a, ref("shared"))).id, transferId("ofa"))
+          assert.strictEqual(Option.getOrThrow(yield* store.byReference(b, ref("shared"))).id, transferId("ofb"))
+        })))
+
+      it.effect("20 concurrent records with one reference: one succeeds, 19 name it as the duplicate, one row", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          const results = yield* Effect.all(
+            Array.from(
+              { length: 20 },
+              (_, i) => Effect.either(store.record(approved(client, `race${i}`, { reference: ref("race") })))
+            ),
+            { concurrency: "unbounded" }
+          )
+          const winners = results.filter(Either.isRight).map((r) => r.right.id)
+          assert.lengthOf(winners, 1)
+          const losers = results.filter(Either.isLeft).map((r) => r.left)
+          assert.lengthOf(losers, 19)
+          for (const loser of losers) {
+            assert.strictEqual(loser._tag, "DuplicateReference")
+            assert.strictEqual(loser.existing, winners[0])
+          }
+          assert.strictEqual(yield* countTransfers({ reference: ref("race") }), 1)
+          assert.strictEqual(Option.getOrThrow(yield* store.byReference(client, ref("race"))).id, winners[0])
+        })))
+    })
+
+    describe("idempotency", () => {
+      it.effect("Started, then InProgress while running, Mismatch for another body, Replay once completed", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", t0), { _tag: "Started" })
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(1)), {
+            _tag: "InProgress"
+          })
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-two", at(2)), {
+            _tag: "Mismatch"
+          })
+          // Exact bytes: white space, unicode and a trailing newline survive.
+          const response = { status: 402, body: "{ \"error\" : \"déclinée — 💳\" }\n" }
+          yield* store.completeIdempotent(client, "key-1", response)
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(3)), {
+            _tag: "Replay",
+            response
+          })
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-two", at(4)), {
+            _tag: "Mismatch"
+          })
+          // A completed response is never released: a late release of the same key keeps it.
+          yield* store.releaseIdempotent(client, "key-1")
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(5)), {
+            _tag: "Replay",
+            response
+          })
+          // Long after, still the same answer: a completed record is not taken over.
+          const later = DateTime.addDuration(t0, Duration.times(IdempotencyLease, 10))
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", later), {
+            _tag: "Replay",
+            response
+          })
+          assert.strictEqual(yield* countIdempotencyKeys, 1)
+        })))
+
+      it.effect("a released key starts again, with the same or another body", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", t0), { _tag: "Started" })
+          yield* store.releaseIdempotent(client, "key-1")
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(1)), {
+            _tag: "Started"
+          })
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(2)), {
+            _tag: "InProgress"
+          })
+          yield* store.releaseIdempotent(client, "key-1")
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-two", at(3)), {
+            _tag: "Started"
+          })
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(4)), {
+            _tag: "Mismatch"
+          })
+        })))
+
+      it.effect("a running key older than the lease is taken over, and the takeover renews the lease", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          const lease = Duration.toMillis(IdempotencyLease)
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", t0), { _tag: "Started" })
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(lease - 1)), {
+            _tag: "InProgress"
+          })
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(lease)), {
+            _tag: "Started"
+          })
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(lease + 1)), {
+            _tag: "InProgress"
+          })
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(2 * lease - 1)), {
+            _tag: "InProgress"
+          })
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(2 * lease)), {
+            _tag: "Started"
+          })
+          // Completion after a takeover is replayed as usual.
+          yield* store.completeIdempotent(client, "key-1", { status: 201, body: "{}" })
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(2 * lease + 1)), {
+            _tag: "Replay",
+            response: { status: 201, body: "{}" }
+          })
+          assert.strictEqual(yield* countIdempotencyKeys, 1)
+        })))
+
+      it.effect("keys are per client", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const a = yield* newClient("a")
+          const b = yield* newClient("b")
+          assert.deepStrictEqual(yield* store.beginIdempotent(a, "shared-key", "hash-one", t0), { _tag: "Started" })
+          // Neither InProgress nor Mismatch: another client's key is another key.
+          assert.deepStrictEqual(yield* store.beginIdempotent(b, "shared-key", "hash-two", t0), { _tag: "Started" })
+          yield* store.completeIdempotent(a, "shared-key", { status: 201, body: "for a" })
+          assert.deepStrictEqual(yield* store.beginIdempotent(a, "shared-key", "hash-one", at(1)), {
+            _tag: "Replay",
+            response: { status: 201, body: "for a" }
+          })
+          assert.deepStrictEqual(yield* store.beginIdempotent(b, "shared-key", "hash-two", at(1)), {
+            _tag: "InProgress"
+          })
+          yield* store.releaseIdempotent(b, "shared-key")
+          assert.deepStrictEqual(yield* store.beginIdempotent(a, "shared-key", "hash-one", at(2)), {
+            _tag: "Replay",
+            response: { status: 201, body: "for a" }
+          })
+          assert.deepStrictEqual(yield* store.beginIdempotent(b, "shared-key", "hash-one", at(2)), {
+            _tag: "Started"
+          })
+          // b completing its key leaves a's response alone.
+          yield* store.completeIdempotent(b, "shared-key", { status: 409, body: "for b" })
+          assert.deepStrictEqual(yield* store.beginIdempotent(a, "shared-key", "hash-one", at(3)), {
+            _tag: "Replay",
+            response: { status: 201, body: "for a" }
+          })
+          assert.deepStrictEqual(yield* store.beginIdempotent(b, "shared-key", "hash-one", at(3)), {
+            _tag: "Replay",
+            response: { status: 409, body: "for b" }
+          })
+        })))
+
+      it.effect("20 concurrent beginIdempotent with one key and one body: exactly one Started", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          const results = yield* Effect.all(
+            Array.from({ length: 20 }, () => store.beginIdempotent(client, "key-1", "hash-one", t0)),
+            { concurrency: "unbounded" }
+          )
+          assert.strictEqual(results.filter((r) => r._tag === "Started").length, 1)
+          assert.strictEqual(results.filter((r) => r._tag === "InProgress").length, 19)
+          assert.strictEqual(yield* countIdempotencyKeys, 1)
+        })))
+
+      it.effect("20 concurrent takeovers of one expired key: exactly one Started", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", t0), { _tag: "Started" })
+          const expired = DateTime.addDuration(t0, IdempotencyLease)
+          const results = yield* Effect.all(
+            Array.from({ length: 20 }, () => store.beginIdempotent(client, "key-1", "hash-one", expired)),
+            { concurrency: "unbounded" }
+          )
+          assert.strictEqual(results.filter((r) => r._tag === "Started").length, 1)
+          assert.strictEqual(results.filter((r) => r._tag === "InProgress").length, 19)
+        })))
+
+      for (const [kind, make, status] of [["approved", approved, 201], ["declined", declined, 402]] as const) {
+        it.effect(`record with a completion stores the response in the same write (${kind})`, () =>
+          run(Effect.gen(function*() {
+            const store = yield* TransferStore
+            const client = yield* newClient("a")
+            assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", t0), {
+              _tag: "Started"
+            })
+            const seen: Array<Transfer> = []
+            const completion: Completion = {
+              key: "key-1",
+              response: (t) => {
+                seen.push(t)
+                return responseOf(status)(t)
+              }
+            }
+            const transfer = make(client, "one", { createdAt: at(10) })
+            yield* store.record(transfer, completion)
+            assert.deepStrictEqual(seen.map(plain), [plain(transfer)])
+            assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(20)), {
+              _tag: "Replay",
+              response: responseOf(status)(transfer)
+            })
+            assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-two", at(20)), {
+              _tag: "Mismatch"
+            })
+          })))
+      }
+
+      it.effect("a record that fails with DuplicateReference leaves its idempotency key running, not completed", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          const first = yield* store.record(approved(client, "first", { reference: ref("shared") }))
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-2", "hash-one", t0), { _tag: "Started" })
+          const error = yield* Effect.flip(
+            store.record(approved(client, "second", { reference: ref("shared") }), {
+              key: "key-2",
+              response: responseOf(201)
+            })
+          )
+          assert.strictEqual(error.existing, first.id)
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-2", "hash-one", at(1)), {
+            _tag: "InProgress"
+          })
+          assert.strictEqual(yield* countTransfers(), 1)
+          // Still running, so the caller can store its own answer (or release the key).
+          yield* store.completeIdempotent(client, "key-2", { status: 409, body: "duplicate" })
+          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-2", "hash-one", at(2)), {
+            _tag: "Replay",
+            response: { status: 409, body: "duplicate" }
+          })
+        })))
+    })
+
+    describe("list", () => {
+      // Ids of lower-case letters and digits sort the same under every collation, so the expected order
+      // does not depend on the database's.
+      const listed = [
+        ["c0", 300],
+        ["b9", 200],
+        ["b5", 200],
+        ["b10", 200],
+        ["a7", 100],
+        ["a3", 100]
+      ] as const
+
+      it.effect("newest first by created then id; limit and has_more", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          // Recorded in an order unrelated to the listing.
+          for (const [label, time] of [...listed].sort(([a], [b]) => a.localeCompare(b))) {
+            yield* store.record(approved(client, label, { createdAt: at(time) }))
+          }
+          const all = yield* store.list(client, { limit: 100 })
+          assert.deepStrictEqual(all.data.map((t) => t.id), listed.map(([label]) => transferId(label)))
+          assert.isFalse(all.hasMore)
+          assert.deepStrictEqual(
+            all.data.map(plain),
+            listed.map(([label, time]) => plain(approved(client, label, { createdAt: at(time) })))
+          )
+          const exact = yield* store.list(client, { limit: listed.length })
+          assert.lengthOf(exact.data, listed.length)
+          assert.isFalse(exact.hasMore)
+          const three = yield* store.list(client, { limit: 3 })
+          assert.deepStrictEqual(three.data.map((t) => t.id), listed.slice(0, 3).map(([label]) => transferId(label)))
+          assert.isTrue(three.hasMore)
+          const afterThird = yield* store.list(client, { limit: 2, startingAfter: transferId("b5") })
+          assert.deepStrictEqual(afterThird.data.map((t) => t.id), [transferId("b10"), transferId("a7")])
+          assert.isTrue(afterThird.hasMore)
+          const afterLast = yield* store.list(client, { limit: 10, startingAfter: transferId("a3") })
+          assert.deepStrictEqual(afterLast.data, [])
+          assert.isFalse(afterLast.hasMore)
+          const empty = yield* store.list(yield* newClient("b"), { limit: 10 })
+          assert.deepStrictEqual(empty.data, [])
+          assert.isFalse(empty.hasMore)
+        })))
+
+      it.effect("a cursor walk yields every transfer exactly once, even when many share a millisecond", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const a = yield* newClient("a")
+          const b = yield* newClient("b")
+          // 30 transfers of a (random mixed-case ids) over three milliseconds, and b's in the same milliseconds.
+          const ids = new Set<TransferId>()
+          for (let i = 0; i < 30; i++) {
+            const id = TransferId.make(yield* randomId("tr_"))
+            ids.add(id)
+            yield* store.record(approved(a, `a${i}`, { id, createdAt: at(i % 3) }))
+            yield* store.record(
+              approved(b, `b${i}`, { id: TransferId.make(yield* randomId("tr_")), createdAt: at(i % 3) })
+            )
+          }
+          const full = yield* store.list(a, { limit: 100 })
+          assert.lengthOf(full.data, 30)
+          assert.sameMembers(full.data.map((t) => t.id), [...ids])
+          const times = full.data.map((t) => ms(t.createdAt))
+          assert.deepStrictEqual(times, [...times].sort((x, y) => y - x))
+          for (const pageSize of [1, 2, 3, 4, 7, 10, 29, 30, 31]) {
+            const walked: Array<TransferId> = []
+            let cursor: TransferId | undefined
+            let pages = 0
+            while (true) {
+              const page = yield* store.list(a, {
+                limit: pageSize,
+                ...(cursor === undefined ? {} : { startingAfter: cursor })
+              })
+              pages++
+              assert.isAtMost(page.data.length, pageSize)
+              for (const t of page.data) assert.strictEqual(t.clientId, a)
+              walked.push(...page.data.map((t) => t.id))
+              if (!page.hasMore) break
+              assert.lengthOf(page.data, pageSize, `a page with has_more is full (page size ${pageSize})`)
+              cursor = page.data[page.data.length - 1]!.id
+              assert.isAtMost(pages, 40, "the walk does not end")
+            }
+            assert.strictEqual(pages, Math.max(1, Math.ceil(30 / pageSize)), `pages at size ${pageSize}`)
+            assert.strictEqual(new Set(walked).size, walked.length, `no overlap at page size ${pageSize}`)
+            assert.deepStrictEqual(walked, full.data.map((t) => t.id), `walk at page size ${pageSize}`)
+          }
+        })))
+
+      it.effect("the reference filter finds the one transfer with that reference, of this client only", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const a = yield* newClient("a")
+          const b = yield* newClient("b")
+          for (let i = 0; i < 5; i++) yield* store.record(approved(a, `a${i}`, { createdAt: at(i) }))
+          yield* store.record(approved(b, "bonly", { reference: ref("only-b") }))
+          yield* store.record(approved(b, "bshared", { reference: ref("a2") }))
+          const found = yield* store.list(a, { reference: ref("a2"), limit: 10 })
+          assert.deepStrictEqual(found.data.map((t) => t.id), [transferId("a2")])
+          assert.isFalse(found.hasMore)
+          const ofB = yield* store.list(b, { reference: ref("a2"), limit: 10 })
+          assert.deepStrictEqual(ofB.data.map((t) => t.id), [transferId("bshared")])
+          const none = yield* store.list(a, { reference: ref("only-b"), limit: 10 })
+          assert.deepStrictEqual(none.data, [])
+          assert.isFalse(none.hasMore)
+          const missing = yield* store.list(a, { reference: ref("missing"), limit: 10 })
+          assert.deepStrictEqual(missing.data, [])
+          // The filter and a cursor together: nothing after the only match.
+          const after = yield* store.list(a, { reference: ref("a2"), limit: 10, startingAfter: transferId("a2") })
+          assert.deepStrictEqual(after.data, [])
+        })))
+
+      it.effect("other clients' transfers never appear, whatever the cursor", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const a = yield* newClient("a")
+          const b = yield* newClient("b")
+          for (let i = 0; i < 6; i++) {
+            yield* store.record(approved(a, `a${i}`, { createdAt: at(i) }))
+            yield* store.record(approved(b, `b${i}`, { createdAt: at(i) }))
+          }
+          const ofA = yield* store.list(a, { limit: 100 })
+          assert.deepStrictEqual(ofA.data.map((t) => t.id), [5, 4, 3, 2, 1, 0].map((i) => transferId(`a${i}`)))
+          // A cursor that is b's transfer does not open b's list to a.
+          const withForeignCursor = yield* store.list(a, { limit: 100, startingAfter: transferId("b3") })
+          for (const t of withForeignCursor.data) assert.strictEqual(t.clientId, a)
+        })))
+    })
+
+    describe("balance", () => {
+      interface Entry {
+        readonly owner: "a" | "b"
+        readonly merchant: string
+        readonly currency: CurrencyCode
+        readonly status: "approved" | "declined"
+        readonly amount: bigint
+      }
+      const entry = fc.record({
+        owner: fc.constantFrom("a" as const, "a" as const, "b" as const),
+        merchant: fc.constantFrom("merchant-a", "merchant-b", "merchant.c"),
+        currency: fc.constantFrom(USD, EUR, JPY),
+        status: fc.constantFrom("approved" as const, "declined" as const),
+        // Some amounts above 2^53; at most 30 of 2^58 stays below 2^63, the largest SQL BIGINT.
+        amount: fc.oneof(fc.bigInt({ min: 1n, max: 100_000n }), fc.bigInt({ min: 1n, max: 2n ** 58n }))
+      })
+
+      const key = (merchant: string, currency: string) => `${merchant} ${currency}`
+      const expected = (entries: ReadonlyArray<Entry>, owner: "a" | "b") => {
+        const sums = new Map<string, bigint>()
+        for (const e of entries) {
+          if (e.owner !== owner || e.status !== "approved") continue
+          const k = key(e.merchant, e.currency)
+          sums.set(k, (sums.get(k) ?? 0n) + e.amount)
+        }
+        return [...sums.entries()].sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
+      }
+
+      const balanceOf = (client: ClientId) =>
+        Effect.map(Effect.flatMap(TransferStore, (store) => store.balance(client)), (rows) => {
+          for (const r of rows) assert.strictEqual(typeof r.amount, "bigint")
+          return rows.map((r) => [key(r.merchantId, r.currency), r.amount] as const).sort(([x], [y]) =>
+            x < y ? -1 : x > y ? 1 : 0
+          )
+        })
+
+      it.effect.prop(
+        "per merchant and currency: the exact sum of approved amounts, declined and other clients excluded",
+        { entries: fc.array(entry, { maxLength: 30 }) },
+        ({ entries }) =>
+          run(Effect.gen(function*() {
+            const store = yield* TransferStore
+            const clients = { a: yield* newClient("a"), b: yield* newClient("b") }
+            for (const [i, e] of entries.entries()) {
+              const make = e.status === "approved" ? approved : declined
+              yield* store.record(
+                make(clients[e.owner], `t${i}`, {
+                  amount: e.amount,
+                  currency: e.currency,
+                  recipient: { first_name: "Bob", email: "bob@example.com", merchant_id: e.merchant },
+                  createdAt: at(i)
+                })
+              )
+            }
+            assert.deepStrictEqual(yield* balanceOf(clients.a), expected(entries, "a"))
+            assert.deepStrictEqual(yield* balanceOf(clients.b), expected(entries, "b"))
+            assert.deepStrictEqual(yield* balanceOf(clientId("nobody")), [])
+          })),
+        { timeout: 120_000, fastCheck: { numRuns: 40 } }
+      )
+
+      it.effect("a sum above 2^53 is exact", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          const amounts = [9_007_199_254_740_993n, 9_007_199_254_740_993n, 2n ** 53n - 1n, 3n]
+          for (const [i, amount] of amounts.entries()) yield* store.record(approved(client, `big${i}`, { amount }))
+          yield* store.record(declined(client, "declined", { amount: 5n }))
+          const rows = yield* store.balance(client)
+          assert.deepStrictEqual(rows.map((r) => [r.merchantId, r.currency, r.amount]), [
+            ["merchant-a", "USD", 27_021_597_764_222_980n]
+          ])
+          assert.strictEqual(27_021_597_764_222_980n, amounts.reduce((x, y) => x + y, 0n))
+        })))
+    })
+
+    describe("card data", () => {
+      const timeColumns = new Set(["created_at", "started_at", "completed_at"])
+
+      it.effect("no column of any row holds a card-number-like run of 12 or more digits", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const sql = yield* SqlClient
+          const a = yield* newClient("a")
+          const b = yield* newClient("b")
+          yield* store.record(approved(a, "one", { amount: 123_456_789n }))
+          yield* store.record(declined(a, "two", { createdAt: at(5) }))
+          yield* store.record(declined(b, "three", { failure: { code: "incorrect_cvc" }, createdAt: at(6) }))
+          yield* store.beginIdempotent(a, "key-running", "hash-one", at(7))
+          yield* store.beginIdempotent(a, "key-done", "hash-two", at(8))
+          yield* store.completeIdempotent(a, "key-done", { status: 409, body: "{\"error\":\"duplicate\"}" })
+          yield* store.beginIdempotent(b, "key-recorded", "hash-three", at(9))
+          yield* store.record(approved(b, "four", { createdAt: at(10) }), {
+            key: "key-recorded",
+            response: (t) => ({
+              status: 201,
+              body: JSON.stringify({ payment_transfer: { id: t.id, amount: "12.34" } })
+            })
+          })
+          for (const table of ["transfers", "idempotency_keys", "api_clients"] as const) {
+            const rows = yield* sql<Record<string, unknown>>`SELECT * FROM ${sql(table)}`
+            assert.isNotEmpty(rows, table)
+            for (const row of rows) {
+              for (const [column, value] of Object.entries(row)) {
+                assert.notMatch(column, /pan|card_?number|cvc|cvv|authentication/i, `${table}.${column}`)
+                if (value === null) continue
+                if (timeColumns.has(column)) {
+                  // Millisecond times (SQLite): 13 digits, but only ever the times written above. A Date or an
+                  // ISO string on PostgreSQL.
+                  const time = typeof value === "string" ? Date.parse(value) : millisOf(value)
+                  assert.isTrue(time >= T0 && time <= T0 + 10, `${table}.${column} = ${String(value)}`)
+                  continue
+                }
+                const text = value instanceof Uint8Array ? Buffer.from(value).toString("latin1") : String(value)
+                assert.notMatch(text, /\d{12,}/, `${table}.${column} holds a long digit run: ${text}`)
+              }
+            }
+          }
+          const cards = yield* sql<{ card_last4: string }>`SELECT card_last4 FROM transfers`
+          for (const row of cards) assert.match(row.card_last4, /^\d{4}$/)
+        })))
+    })
+  })
+}

@@ -1,0 +1,199 @@
+import Database from "better-sqlite3"
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync } from "node:fs"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import { afterAll } from "vitest"
+import { createTestDatabase, dropDatabaseSync, queryPostgresSync, type TestDatabase } from "./Postgres.ts"
+
+// Starts the service as a real process on a real socket, the way a user starts it. APP_RUNTIME picks the
+// app under test, so the same black-box suites run against every runtime; TEST_DATABASE=postgres runs it on
+// a PostgreSQL database of its own instead of a SQLite file in its data directory.
+const root = resolve(import.meta.dirname, "../..")
+// The app itself, not a launcher: `node_modules/.bin/tsx` runs the app in a child process of its own, so a
+// SIGKILL (kill9) ended the launcher and left the app running. Node with tsx's loader is one process.
+const commands: Record<string, ReadonlyArray<string>> = {
+  node: [process.execPath, "--import", "tsx", join(root, "apps/node/main.ts")],
+  // The permissions `npm run start:deno` grants.
+  deno: [
+    join(root, "node_modules/.bin/deno"),
+    "run",
+    "--allow-net",
+    "--allow-env",
+    "--allow-read",
+    "--allow-write",
+    "--allow-sys",
+    join(root, "apps/deno/main.ts")
+  ]
+}
+
+export const freePort = (): Promise<number> =>
+  new Promise((ok, fail) => {
+    const server = createServer()
+    server.once("error", fail)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => ok(typeof address === "object" && address ? address.port : 0))
+    })
+  })
+
+export const AdminKey = "test-admin-key-0123456789"
+
+export const testDatabase: "sqlite" | "postgres" = process.env.TEST_DATABASE === "postgres" ? "postgres" : "sqlite"
+
+// PostgreSQL databases made for apps in this test file, by the data directory of the app they were made for:
+// an app started again on the same data directory (a restart) gets the same database. They are dropped after
+// the file's last test (an afterAll registered here, before the file's own, so it runs after them), or at
+// exit if the process ends some other way.
+const databasesByDataDir = new Map<string, TestDatabase>()
+if (testDatabase === "postgres") {
+  afterAll(async () => {
+    const databases = [...databasesByDataDir.values()]
+    databasesByDataDir.clear()
+    await Promise.all(databases.map((d) => d.drop()))
+  })
+  process.once("exit", () => {
+    for (const d of databasesByDataDir.values()) {
+      try {
+        dropDatabaseSync(d.url)
+      } catch {
+        // the process is ending: nothing to report to
+      }
+    }
+  })
+}
+
+const postgresUrlFor = async (dataDir: string): Promise<string> => {
+  const existing = databasesByDataDir.get(dataDir)
+  if (existing !== undefined) return existing.url
+  const created = await createTestDatabase()
+  databasesByDataDir.set(dataDir, created)
+  return created.url
+}
+
+export interface AppOptions {
+  readonly env?: Readonly<Record<string, string>>
+  // Restarts pass the first app's dataDir: on PostgreSQL that selects the same database too.
+  readonly dataDir?: string
+  readonly port?: number
+  // PostgreSQL only: an existing database, e.g. another instance's (`app.databaseUrl`) for apps that share
+  // one. By default TEST_DATABASE=postgres makes a new one (or, for a dataDir seen before, reuses its).
+  readonly databaseUrl?: string
+}
+
+export class AppProcess {
+  private child: ChildProcess | undefined
+  private log = ""
+  private constructor(
+    readonly port: number,
+    readonly dataDir: string,
+    private readonly env: Record<string, string>
+  ) {}
+
+  static async start(options: AppOptions = {}): Promise<AppProcess> {
+    const port = options.port ?? (await freePort())
+    const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "paysub-app-"))
+    const databaseUrl = options.env?.DATABASE_URL ?? options.databaseUrl ??
+      (testDatabase === "postgres" ? await postgresUrlFor(dataDir) : `sqlite:${join(dataDir, "paysub.db")}`)
+    const app = new AppProcess(port, dataDir, {
+      PORT: String(port),
+      BASE_URL: `http://127.0.0.1:${port}`,
+      DATABASE_URL: databaseUrl,
+      ADMIN_API_KEY: AdminKey,
+      // Suites send many requests from one address; the rate-limit tests set their own limits.
+      SUBSCRIBE_RATE_LIMIT: "0",
+      MERCHANT_RATE_LIMIT: "0",
+      ...options.env
+    })
+    await app.start()
+    return app
+  }
+
+  get baseUrl(): string {
+    return `http://127.0.0.1:${this.port}`
+  }
+  // What the app was started with (and what a CLI run on its database needs): postgres://... or sqlite:PATH.
+  get databaseUrl(): string {
+    return this.env.DATABASE_URL!
+  }
+  get onPostgres(): boolean {
+    return /^postgres(ql)?:\/\//.test(this.databaseUrl)
+  }
+  // The SQLite file. There is none on PostgreSQL: use databaseUrl, query() or Postgres.dumpData there.
+  get databaseFile(): string {
+    if (this.onPostgres) {
+      throw new Error("databaseFile: this app runs on PostgreSQL (TEST_DATABASE=postgres), which has no database file")
+    }
+    return this.databaseUrl.replace(/^sqlite:/, "")
+  }
+  get output(): string {
+    return this.log
+  }
+
+  async start(): Promise<void> {
+    const runtime = process.env.APP_RUNTIME ?? "node"
+    const [command, ...args] = commands[runtime] ?? []
+    if (command === undefined) throw new Error(`APP_RUNTIME=${runtime}: no such app`)
+    const child = spawn(command, args, { cwd: root, env: { ...process.env, ...this.env }, stdio: "pipe" })
+    this.child = child
+    child.stdout!.on("data", (chunk) => (this.log += chunk))
+    child.stderr!.on("data", (chunk) => (this.log += chunk))
+    const deadline = Date.now() + 30_000
+    while (Date.now() < deadline) {
+      if (child.exitCode !== null) throw new Error(`app exited with ${child.exitCode}:\n${this.log}`)
+      // With a timeout: the port accepts connections before the app is built, and a request that arrives in
+      // between is never answered (see test/scaleout/ScaleOut.test.ts); on PostgreSQL that window is long.
+      const ready = await fetch(`${this.baseUrl}/healthz`, { signal: AbortSignal.timeout(2_000) }).then(
+        (r) => r.ok,
+        () => false
+      )
+      if (ready) return
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    throw new Error(`app did not become ready within 30 s:\n${this.log}`)
+  }
+
+  private async exit(signal: NodeJS.Signals): Promise<void> {
+    const child = this.child
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
+    const exited = new Promise((r) => child.once("exit", r))
+    child.kill(signal)
+    await exited
+  }
+
+  stop(): Promise<void> {
+    return this.exit("SIGTERM")
+  }
+  // No shutdown hooks, no flushing: what a power cut or the OOM killer does.
+  kill9(): Promise<void> {
+    return this.exit("SIGKILL")
+  }
+
+  // Reads the database directly, to check what was (not) stored. `?` placeholders on both databases. On
+  // PostgreSQL the rows come through psql as JSON: times are ISO strings there (numbers on SQLite), and
+  // integers above 2^53 are rounded (read them CAST AS TEXT).
+  query<A = Record<string, unknown>>(sql: string, ...params: ReadonlyArray<unknown>): Array<A> {
+    if (this.onPostgres) return queryPostgresSync<A>(this.databaseUrl, sql, params)
+    const db = new Database(this.databaseFile, { readonly: true, fileMustExist: true })
+    try {
+      return db.prepare(sql).all(...params) as Array<A>
+    } finally {
+      db.close()
+    }
+  }
+}
+
+export const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString()
+
+export const postForm = (
+  baseUrl: string,
+  path: string,
+  fields: Record<string, string>,
+  headers: Record<string, string> = {}
+) =>
+  fetch(`${baseUrl}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+    body: form(fields)
+  })
