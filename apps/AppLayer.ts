@@ -22,13 +22,14 @@ import { Subscriptions } from "../core/Subscriptions.ts"
 import { Transfers } from "../core/Transfers.ts"
 import { adminAuthLayer } from "./http/AdminAuthLive.ts"
 import { Api } from "./http/Api.ts"
-import { edgeLayer } from "./http/Edge.ts"
+import { edgeLayer, makeLimiters } from "./http/Edge.ts"
 import { FeedsLive } from "./http/FeedsHandlers.ts"
+import { hotPathLayer } from "./http/HotPath.ts"
 import { merchantAuthLayer } from "./http/MerchantAuthLive.ts"
 import { MetaLive } from "./http/MetaHandlers.ts"
 import { routeTable } from "./http/Routes.ts"
 import { SubscriptionsLive } from "./http/SubscriptionsHandlers.ts"
-import { TransfersLive } from "./http/TransfersHandlers.ts"
+import { TransferResponses, TransfersLive } from "./http/TransfersHandlers.ts"
 
 // The one place that reads the environment and picks an adapter for every port. Apps only bring what
 // differs between runtimes (the HTTP server and the SQLite binding), so Node and Deno serve the same API.
@@ -135,17 +136,22 @@ const runOutboxWorker = Layer.scopedDiscard(Effect.flatMap(OutboxWorker, (worker
 
 export const appLayer = (open: OpenSqlite) =>
   Layer.unwrapEffect(
-    Effect.map(AppConfig, (config) =>
-      HttpApiBuilder.api(Api).pipe(
+    Effect.map(AppConfig, (config) => {
+      const limiters = makeLimiters({
+        subscribe: { limit: config.subscribeRateLimit, perMillis: 60_000 },
+        merchant: { limit: config.merchantRateLimit, perMillis: 1_000 }
+      })
+      return HttpApiBuilder.api(Api).pipe(
         Layer.provide([SubscriptionsLive, FeedsLive, TransfersLive, MetaLive]),
+        Layer.provideMerge(hotPathLayer({ maxBodyBytes: config.maxBodyBytes, limiters })),
         Layer.provideMerge(
           Layer.mergeAll(
+            TransferResponses.Default,
             edgeLayer({
               maxBodyBytes: config.maxBodyBytes,
               routes: routeTable(Api, { trace: config.trace === "on" }),
               trace: config.trace === "on",
-              subscribeLimit: { limit: config.subscribeRateLimit, perMillis: 60_000 },
-              merchantLimit: { limit: config.merchantRateLimit, perMillis: 1_000 }
+              limiters
             }),
             adminAuthLayer(config.adminApiKey),
             merchantAuthLayer
@@ -156,7 +162,8 @@ export const appLayer = (open: OpenSqlite) =>
           config.cardNetwork === "sandbox" ? Layer.merge(runOutboxWorker, firstClient) : runOutboxWorker
         ),
         Layer.provideMerge(domainLayer(open))
-      ))
+      )
+    })
   )
 
 export const serverOptions = AppConfig.pipe(

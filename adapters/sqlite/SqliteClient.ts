@@ -106,12 +106,18 @@ export const make = (
     const commitGroup = (group: Group) =>
       semaphore.withPermits(1)(Effect.suspend(() => open === group ? commitOpen : Effect.void))
 
-    // Yield once first, so that transactions already waiting for the semaphore join the group.
+    // The COMMIT waits for the event loop to read the sockets once more (setImmediate runs after the poll
+    // phase), so that the requests which arrived meanwhile write into the same group. Yielding to Effect's
+    // scheduler alone is not enough: it runs before any I/O, and every group held one transaction.
+    const afterIo = Effect.async<void>((resume) => {
+      const handle = setImmediate(() => resume(Effect.void))
+      return Effect.sync(() => clearImmediate(handle))
+    })
     const durable = (group: Group) =>
       Effect.suspend(() => {
         if (!group.committing) {
           group.committing = true
-          Effect.runFork(Effect.zipRight(Effect.yieldNow(), commitGroup(group)))
+          Effect.runFork(Effect.zipRight(afterIo, commitGroup(group)))
         }
         return Deferred.await(group.durable)
       })

@@ -1,4 +1,4 @@
-import { type HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpServerResponse } from "@effect/platform"
 import { DateTime } from "effect"
 import { createHash } from "node:crypto"
 
@@ -10,34 +10,37 @@ export const httpDate = (t: DateTime.Utc) => new Date(DateTime.toEpochMillis(t))
 const matches = (ifNoneMatch: string, etag: string) =>
   ifNoneMatch.trim() === "*" || ifNoneMatch.split(",").some((t) => t.trim().replace(/^W\//, "") === etag)
 
+// The request's header fields, by lower-case name.
+export type RequestHeaders = { readonly [name: string]: string | undefined }
+
 export const notModified = (
-  request: HttpServerRequest.HttpServerRequest,
+  headers: RequestHeaders,
   etag: string,
   lastModified: DateTime.Utc
 ): boolean => {
-  const ifNoneMatch = request.headers["if-none-match"]
+  const ifNoneMatch = headers["if-none-match"]
   if (ifNoneMatch !== undefined) return matches(ifNoneMatch, etag)
-  const since = Date.parse(request.headers["if-modified-since"] ?? "")
+  const since = Date.parse(headers["if-modified-since"] ?? "")
   return !Number.isNaN(since) && Math.floor(DateTime.toEpochMillis(lastModified) / 1000) * 1000 <= since
 }
 
 export const cacheableJson = (
-  request: HttpServerRequest.HttpServerRequest,
+  headers: RequestHeaders,
   body: string,
   lastModified: DateTime.Utc,
   cacheControl: { readonly public: boolean; readonly maxAgeSeconds?: number },
   now: DateTime.Utc
 ) => {
   const etag = etagOf(body)
-  const headers: Record<string, string> = {
+  const responseHeaders: Record<string, string> = {
     etag,
     "last-modified": httpDate(lastModified),
     "cache-control": cacheControl.public ? `public, max-age=${cacheControl.maxAgeSeconds ?? 60}` : "private"
   }
   if (cacheControl.public) {
-    headers.expires = httpDate(DateTime.add(now, { seconds: cacheControl.maxAgeSeconds ?? 60 }))
+    responseHeaders.expires = httpDate(DateTime.add(now, { seconds: cacheControl.maxAgeSeconds ?? 60 }))
   }
-  return notModified(request, etag, lastModified)
-    ? HttpServerResponse.empty({ status: 304, headers })
-    : HttpServerResponse.text(body, { status: 200, contentType: "application/json", headers })
+  return notModified(headers, etag, lastModified)
+    ? HttpServerResponse.empty({ status: 304, headers: responseHeaders })
+    : HttpServerResponse.text(body, { status: 200, contentType: "application/json", headers: responseHeaders })
 }

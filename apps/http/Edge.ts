@@ -12,7 +12,7 @@ import { globalValue } from "effect/GlobalValue"
 import { createHash } from "node:crypto"
 import { SiteSettings } from "../../core/SiteSettings.ts"
 import { type ApiError, apiError, isApiError, statusOf } from "./ApiError.ts"
-import { makeRateLimiter, type RateLimit } from "./RateLimiter.ts"
+import { makeRateLimiter, type RateLimit, type RateLimiter } from "./RateLimiter.ts"
 import type { RouteTable } from "./Routes.ts"
 
 // The HTTP edge both apps share. Every error, whoever raised it (a handler, the payload decoder, the
@@ -25,9 +25,18 @@ export interface EdgeOptions {
   readonly maxBodyBytes: number
   readonly routes: RouteTable
   readonly trace: boolean
-  readonly subscribeLimit: RateLimit
-  readonly merchantLimit: RateLimit
+  readonly limiters: Limiters
 }
+
+// One pair of token buckets per process, shared by the edge and the hot path (apps/http/HotPath.ts).
+export interface Limiters {
+  readonly subscribe: RateLimiter
+  readonly merchant: RateLimiter
+}
+export const makeLimiters = (limits: { readonly subscribe: RateLimit; readonly merchant: RateLimit }): Limiters => ({
+  subscribe: makeRateLimiter(limits.subscribe),
+  merchant: makeRateLimiter(limits.merchant)
+})
 
 // Handlers that render a body to keep (idempotent replays) read the request id from here.
 export const CurrentRequestId = globalValue("paysub/CurrentRequestId", () => FiberRef.unsafeMake(""))
@@ -39,8 +48,8 @@ export const errorBody = (baseUrl: string, e: ApiError, requestId: string) => ({
 const hasBody = (request: HttpServerRequest.HttpServerRequest) =>
   request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? 0) > 0
 
-const mediaType = (request: HttpServerRequest.HttpServerRequest) =>
-  (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
+export const mediaType = (headers: { readonly [name: string]: string | undefined }) =>
+  (headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
 
 const pathname = (url: string) => url.split("?")[0]!
 
@@ -55,6 +64,9 @@ const fromDecodeError = (e: HttpApiError.HttpApiDecodeError): ApiError => {
   return apiError(code, issue.message, { param })
 }
 
+export const unparsableBody = () =>
+  apiError("body_invalid", "The request body could not be parsed as its Content-Type.")
+
 const toApiError = (cause: Cause.Cause<unknown>): ApiError | undefined => {
   const e = Cause.squash(cause)
   if (isApiError(e)) return e
@@ -63,13 +75,15 @@ const toApiError = (cause: Cause.Cause<unknown>): ApiError | undefined => {
   if (e instanceof HttpServerError.RequestError && (e.cause as Error | undefined)?.message === "maxBytes exceeded") {
     return apiError("body_too_large", "The request body is too large.")
   }
-  if (e instanceof HttpServerError.RequestError && e.reason === "Decode") {
-    return apiError("body_invalid", "The request body could not be parsed as its Content-Type.")
-  }
+  if (e instanceof HttpServerError.RequestError && e.reason === "Decode") return unparsableBody()
   return undefined
 }
 
 const newRequestId = () => `req_${crypto.randomUUID().replaceAll("-", "")}`
+
+// The client's X-Request-Id when it is a sensible one, else a new id.
+export const requestIdOf = (incoming: string | undefined) =>
+  incoming !== undefined && /^[\w.-]{1,64}$/.test(incoming) ? incoming : newRequestId()
 
 const redactedInTrace = new Set(["authorization", "cookie", "proxy-authorization"])
 
@@ -86,29 +100,51 @@ const traceEcho = (request: HttpServerRequest.HttpServerRequest) => {
   return HttpServerResponse.text(`${lines.join("\r\n")}\r\n\r\n`, { contentType: "message/http" })
 }
 
-const limitKey = (
-  request: HttpServerRequest.HttpServerRequest,
-  path: string
-): [string, "subscribe" | "merchant"] | undefined => {
-  if (path === "/subscribe" && request.method === "POST") {
-    return [`ip:${Option.getOrElse(request.remoteAddress, () => "unknown")}`, "subscribe"]
-  }
-  const authorization = request.headers.authorization
+// Which bucket a request draws from: POST /subscribe by client address, the merchant API by API key.
+export const limitKey = (
+  method: string,
+  path: string,
+  authorization: string | undefined,
+  remoteAddress: string | undefined
+): [string, keyof Limiters] | undefined => {
+  if (path === "/subscribe" && method === "POST") return [`ip:${remoteAddress ?? "unknown"}`, "subscribe"]
   if (path.startsWith("/merchant/") && authorization !== undefined) {
     return [`key:${createHash("sha256").update(authorization).digest("base64url")}`, "merchant"]
   }
   return undefined
 }
 
+export const rateLimited = (wait: number) => apiError("rate_limited", `Too many requests: retry in ${wait} s.`)
+
+// How every answer leaves: errors as the documented body (a defect is logged and becomes internal_error; an
+// interrupted request, whose client went away, a 499 nobody reads), with the request id on every response.
+export const makeResponder = (baseUrl: string) => {
+  const render = (e: ApiError, requestId: string, headers: Record<string, string> = {}) =>
+    HttpServerResponse.unsafeJson(errorBody(baseUrl, e, requestId), { status: statusOf(e), headers })
+  const respond = <E, R>(
+    requestId: string,
+    effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+  ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> =>
+    effect.pipe(
+      Effect.catchAllCause((cause) => {
+        const known = toApiError(cause)
+        if (known !== undefined) return Effect.succeed(render(known, requestId))
+        if (Cause.isInterruptedOnly(cause)) return Effect.succeed(HttpServerResponse.empty({ status: 499 }))
+        return Effect.as(
+          Effect.logError("request failed", cause),
+          render(apiError("internal_error", "An internal error occurred."), requestId)
+        )
+      }),
+      Effect.annotateLogs("request_id", requestId),
+      Effect.map((response) => HttpServerResponse.setHeader(response, RequestIdHeader, requestId))
+    )
+  return { render, respond }
+}
+
 export const edgeLayer = (options: EdgeOptions) =>
   HttpApiBuilder.middleware(Effect.gen(function*() {
     const site = yield* SiteSettings
-    const limiters = {
-      subscribe: makeRateLimiter(options.subscribeLimit),
-      merchant: makeRateLimiter(options.merchantLimit)
-    }
-    const render = (e: ApiError, requestId: string, headers: Record<string, string> = {}) =>
-      HttpServerResponse.unsafeJson(errorBody(site.baseUrl, e, requestId), { status: statusOf(e), headers })
+    const { render, respond } = makeResponder(site.baseUrl)
 
     const route = (
       app: HttpApp.Default<unknown>,
@@ -138,19 +174,18 @@ export const edgeLayer = (options: EdgeOptions) =>
           { allow: allowed.join(", ") }
         ))
       }
-      const limited = limitKey(request, path)
-      const wait = limited === undefined ? 0 : limiters[limited[1]](limited[0], now)
-      if (wait > 0) {
-        return Effect.succeed(render(
-          apiError("rate_limited", `Too many requests: retry in ${wait} s.`),
-          requestId,
-          { "retry-after": String(wait) }
-        ))
-      }
+      const limited = limitKey(
+        request.method,
+        path,
+        request.headers.authorization,
+        Option.getOrUndefined(request.remoteAddress)
+      )
+      const wait = limited === undefined ? 0 : options.limiters[limited[1]](limited[0], now)
+      if (wait > 0) return Effect.succeed(render(rateLimited(wait), requestId, { "retry-after": String(wait) }))
       if (Number(request.headers["content-length"] ?? 0) > options.maxBodyBytes) {
         return Effect.fail(apiError("body_too_large", `The request body is larger than ${options.maxBodyBytes} bytes.`))
       }
-      if (hasBody(request) && !acceptedBodies.includes(mediaType(request))) {
+      if (hasBody(request) && !acceptedBodies.includes(mediaType(request.headers))) {
         return Effect.fail(
           apiError("unsupported_media_type", `Content-Type must be one of ${acceptedBodies.join(", ")}.`)
         )
@@ -173,21 +208,8 @@ export const edgeLayer = (options: EdgeOptions) =>
     return (app: HttpApp.Default<unknown>): HttpApp.Default =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
-        const incoming = request.headers[RequestIdHeader]
-        const requestId = incoming !== undefined && /^[\w.-]{1,64}$/.test(incoming) ? incoming : newRequestId()
-        const response = yield* route(app, request, requestId, yield* Clock.currentTimeMillis).pipe(
-          Effect.catchAllCause((cause) => {
-            const known = toApiError(cause)
-            if (known !== undefined) return Effect.succeed(render(known, requestId))
-            // The client went away; nobody is left to answer and nothing went wrong on our side.
-            if (Cause.isInterruptedOnly(cause)) return Effect.succeed(HttpServerResponse.empty({ status: 499 }))
-            return Effect.as(
-              Effect.logError("request failed", cause),
-              render(apiError("internal_error", "An internal error occurred."), requestId)
-            )
-          }),
-          Effect.annotateLogs("request_id", requestId)
-        )
-        return HttpServerResponse.setHeader(headLength(request, response), RequestIdHeader, requestId)
+        const requestId = requestIdOf(request.headers[RequestIdHeader])
+        const response = yield* respond(requestId, route(app, request, requestId, yield* Clock.currentTimeMillis))
+        return headLength(request, response)
       })
   }))

@@ -1,23 +1,19 @@
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, type Redacted } from "effect"
 import { Clients } from "../../core/Clients.ts"
 import { apiError } from "./ApiError.ts"
 import { JsonOnly, jsonOnly, MerchantAuth } from "./MerchantAuth.ts"
 
+// The client a Bearer key belongs to, or 401. The HttpApi's MerchantAuth and the hot path both use it.
+export const bearerClient = (clients: Clients) => (key: Redacted.Redacted<string>) =>
+  Effect.flatMap(
+    clients.authenticate(key),
+    Option.match({
+      onNone: () => Effect.fail(apiError("api_key_invalid", "Send a valid API key as `Authorization: Bearer sk_...`.")),
+      onSome: Effect.succeed
+    })
+  )
+
 export const merchantAuthLayer = Layer.merge(
-  Layer.effect(
-    MerchantAuth,
-    Effect.map(Clients, (clients) =>
-      MerchantAuth.of({
-        bearer: (key) =>
-          Effect.flatMap(
-            clients.authenticate(key),
-            Option.match({
-              onNone: () =>
-                Effect.fail(apiError("api_key_invalid", "Send a valid API key as `Authorization: Bearer sk_...`.")),
-              onSome: Effect.succeed
-            })
-          )
-      }))
-  ),
+  Layer.effect(MerchantAuth, Effect.map(Clients, (clients) => MerchantAuth.of({ bearer: bearerClient(clients) }))),
   Layer.succeed(JsonOnly, jsonOnly)
 )

@@ -5,10 +5,12 @@ export interface RateLimit {
   readonly perMillis: number
 }
 
-export const makeRateLimiter = ({ limit, perMillis }: RateLimit) => {
+// Answers 0 when the request may go ahead, else the seconds to wait before retrying.
+export type RateLimiter = (key: string, now: number) => number
+
+export const makeRateLimiter = ({ limit, perMillis }: RateLimit): RateLimiter => {
   const buckets = new Map<string, { tokens: number; at: number }>()
   const refill = limit / perMillis
-  // Answers 0 when the request may go ahead, else the seconds to wait before retrying.
   return (key: string, now: number): number => {
     if (limit <= 0) return 0
     if (buckets.size > 50_000) {

@@ -31,11 +31,16 @@ export class SubscriptionEnvelope extends Schema.Class<SubscriptionEnvelope>("Su
 const Html = HttpApiSchema.Text({ contentType: "text/html" })
 const TokenParams = Schema.Struct({ token: Schema.String })
 
+// One schema, two encodings: browsers post forms, programs post JSON.
+export const SubscribePayload = Schema.Union(
+  HttpApiSchema.withEncoding(SubscribeRequest, { kind: "UrlParams" }),
+  SubscribeRequest
+)
+
 export class SubscriptionsApi extends HttpApiGroup.make("subscriptions")
   .add(
     HttpApiEndpoint.post("subscribe", "/subscribe")
-      // One schema, two encodings: browsers post forms, programs post JSON.
-      .setPayload(Schema.Union(HttpApiSchema.withEncoding(SubscribeRequest, { kind: "UrlParams" }), SubscribeRequest))
+      .setPayload(SubscribePayload)
       .addSuccess(SubscribeResponse)
       .addError(BadRequest)
       .addError(NotFound)

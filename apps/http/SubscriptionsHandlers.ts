@@ -1,7 +1,7 @@
 import { HttpApiBuilder, type HttpServerRequest } from "@effect/platform"
 import { DateTime, Effect, Option, Schema } from "effect"
 import type { Subscription } from "../../core/Subscription.ts"
-import { Subscriptions } from "../../core/Subscriptions.ts"
+import { type SubscribeRequest, Subscriptions } from "../../core/Subscriptions.ts"
 import { Token } from "../../core/Token.ts"
 import { Api } from "./Api.ts"
 import { apiError } from "./ApiError.ts"
@@ -28,6 +28,16 @@ const invalidLink = (request: HttpServerRequest.HttpServerRequest) =>
     : Effect.fail(apiError("token_invalid", "This link is unknown, already used or expired.", { param: "token" }))
 
 const parseToken = Schema.decodeUnknownOption(Token)
+
+// The answer to POST /subscribe, shared by the handler below and the hot path (apps/http/HotPath.ts).
+export const subscribeAnswer = (subscriptions: Subscriptions, payload: SubscribeRequest) =>
+  subscriptions.subscribe(payload).pipe(
+    Effect.map((receipt) => new SubscribeResponse({ message: pendingMessage(receipt.email), subscription: receipt })),
+    Effect.catchTag(
+      "FeedNotFound",
+      (e) => Effect.fail(apiError("resource_missing", `No feed is named "${e.feed}".`, { param: "feed" }))
+    )
+  )
 
 export const SubscriptionsLive = HttpApiBuilder.group(Api, "subscriptions", (handlers) =>
   Effect.gen(function*() {
@@ -56,21 +66,13 @@ export const SubscriptionsLive = HttpApiBuilder.group(Api, "subscriptions", (han
         ))
 
     return handlers
-      .handle("subscribe", ({ payload }) =>
-        subscriptions.subscribe(payload).pipe(
-          Effect.map((receipt) =>
-            new SubscribeResponse({ message: pendingMessage(receipt.email), subscription: receipt })
-          ),
-          Effect.catchTag("FeedNotFound", (e) =>
-            Effect.fail(apiError("resource_missing", `No feed is named "${e.feed}".`, { param: "feed" })))
-        ))
+      .handle("subscribe", ({ payload }) => subscribeAnswer(subscriptions, payload))
       .handle("confirmPage", ({ request, urlParams }) =>
         withToken(request, urlParams.token, (token) =>
           Effect.flatMap(
             subscriptions.pendingConfirmation(token),
             Option.match({
-              onNone: () =>
-                invalidLink(request),
+              onNone: () => invalidLink(request),
               onSome: (s) => Effect.succeed(Pages.confirm(token, s.feed, s.email))
             })
           )))

@@ -63,10 +63,12 @@ const Limit = Schema.NumberFromString.pipe(
   Schema.annotations({ message: () => "limit is an integer from 1 to 100." })
 )
 
+export const CreateTransferPayload = Schema.Struct({ payment_transfer: PaymentTransferRequest })
+
 export class TransfersApi extends HttpApiGroup.make("transfers")
   .add(
     HttpApiEndpoint.post("create", "/merchant/transfers/payment")
-      .setPayload(Schema.Struct({ payment_transfer: PaymentTransferRequest }))
+      .setPayload(CreateTransferPayload)
       .setHeaders(Schema.Struct({ "idempotency-key": Schema.optional(IdempotencyKey) }))
       .addSuccess(TransferEnvelope, { status: 201 })
       .addError(BadRequest)

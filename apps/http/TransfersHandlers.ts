@@ -9,7 +9,7 @@ import { Transfers } from "../../core/Transfers.ts"
 import { type StoredResponse, TransferStore } from "../../core/TransferStore.ts"
 import { Api } from "./Api.ts"
 import { apiError } from "./ApiError.ts"
-import { cacheableJson } from "./Caching.ts"
+import { cacheableJson, type RequestHeaders } from "./Caching.ts"
 import { CurrentRequestId, errorBody } from "./Edge.ts"
 import { CurrentClient } from "./MerchantAuth.ts"
 
@@ -37,11 +37,12 @@ const canonical = (value: unknown): string =>
 
 const parseTransferId = Schema.decodeUnknownOption(TransferId)
 
-export const TransfersLive = HttpApiBuilder.group(Api, "transfers", (handlers) =>
-  Effect.gen(function*() {
+// The answers to creating and reading a transfer, shared by the HttpApi handlers below and the hot path
+// (apps/http/HotPath.ts), so that both give the same bytes.
+export class TransferResponses extends Effect.Service<TransferResponses>()("TransferResponses", {
+  effect: Effect.gen(function*() {
     const transfers = yield* Transfers
     const store = yield* TransferStore
-    const fingerprints = yield* CardFingerprints
     const { baseUrl } = yield* SiteSettings
     const location = (id: string) => `${baseUrl}/merchant/transfers/payment/${id}`
 
@@ -82,6 +83,30 @@ export const TransfersLive = HttpApiBuilder.group(Api, "transfers", (handlers) =
         Effect.onError(() => key === undefined ? Effect.void : store.releaseIdempotent(client, key))
       )
 
+    const get = (client: ClientId, rawId: string, headers: RequestHeaders) =>
+      Effect.gen(function*() {
+        const found = yield* Option.match(parseTransferId(rawId), {
+          onNone: () => Effect.succeedNone,
+          onSome: (id) => transfers.get(client, id)
+        })
+        if (Option.isNone(found)) {
+          return yield* Effect.fail(apiError("resource_missing", `No transfer has id ${rawId}.`, { param: "id" }))
+        }
+        const body = JSON.stringify({ payment_transfer: renderTransfer(found.value) })
+        return cacheableJson(headers, body, found.value.createdAt, { public: false }, yield* DateTime.now)
+      })
+
+    return { submit, respond, get } as const
+  })
+}) {}
+
+export const TransfersLive = HttpApiBuilder.group(Api, "transfers", (handlers) =>
+  Effect.gen(function*() {
+    const transfers = yield* Transfers
+    const store = yield* TransferStore
+    const fingerprints = yield* CardFingerprints
+    const { get, respond, submit } = yield* TransferResponses
+
     return handlers
       .handle("create", ({ headers, payload, request }) =>
         Effect.gen(function*() {
@@ -108,18 +133,7 @@ export const TransfersLive = HttpApiBuilder.group(Api, "transfers", (handlers) =
           }
         }))
       .handle("get", ({ path, request }) =>
-        Effect.gen(function*() {
-          const client = yield* CurrentClient
-          const found = yield* Option.match(parseTransferId(path.id), {
-            onNone: () => Effect.succeedNone,
-            onSome: (id) => transfers.get(client.id, id)
-          })
-          if (Option.isNone(found)) {
-            return yield* Effect.fail(apiError("resource_missing", `No transfer has id ${path.id}.`, { param: "id" }))
-          }
-          const body = JSON.stringify({ payment_transfer: renderTransfer(found.value) })
-          return cacheableJson(request, body, found.value.createdAt, { public: false }, yield* DateTime.now)
-        }))
+        Effect.flatMap(CurrentClient, (client) => get(client.id, path.id, request.headers)))
       .handle("list", ({ urlParams }) =>
         Effect.gen(function*() {
           const client = yield* CurrentClient

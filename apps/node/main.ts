@@ -4,6 +4,8 @@ import { Effect, Layer } from "effect"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { openBetterSqlite3 } from "../../adapters/sqlite/BetterSqlite3.ts"
 import { appLayer, serverOptions } from "../AppLayer.ts"
+import type { RequestHeaders } from "../http/Caching.ts"
+import { HotPath, type HotPathHandler } from "../http/HotPath.ts"
 
 // Slow clients are cut off: headers must arrive within HEADERS_TIMEOUT_MS, the whole request within
 // REQUEST_TIMEOUT_MS (Node checks both every second here, not every 30 s as by default).
@@ -25,17 +27,57 @@ const closeStragglersOnShutdown = (server: Server) => {
   return server
 }
 
+// The hot path (apps/http/HotPath.ts) answers the requests it takes before @effect/platform-node sees them;
+// the rest go on to the HttpApi. Its answers are written the way @effect/platform-node writes them.
+const readText = (request: IncomingMessage) =>
+  new Promise<string>((resolve, reject) => {
+    const chunks: Array<Buffer> = []
+    request.on("data", (chunk: Buffer) => chunks.push(chunk))
+    request.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")))
+    request.on("error", reject)
+    request.on("close", () => request.complete || reject(new Error("the client hung up")))
+  })
+
+const withHotPath = (server: Server, hot: HotPathHandler) => {
+  const take = (request: IncomingMessage, response: ServerResponse) => {
+    const answer = hot({
+      method: request.method ?? "",
+      url: request.url ?? "",
+      headers: request.headers as RequestHeaders,
+      remoteAddress: request.socket.remoteAddress,
+      text: () => readText(request)
+    })
+    if (answer === undefined) return false
+    answer.then((r) => {
+      response.writeHead(r.status, r.headers)
+      response.end(r.body._tag === "Uint8Array" ? r.body.body : undefined)
+    }, (error) => response.destroy(error))
+    return true
+  }
+  const emit = server.emit.bind(server)
+  server.emit =
+    ((event: string, ...args: Array<any>) =>
+      (event === "request" && take(args[0], args[1])) || emit(event, ...args)) as typeof server.emit
+  return server
+}
+
 const ServerLive = Layer.unwrapEffect(
-  Effect.map(serverOptions, (options) =>
-    NodeHttpServer.layer(
+  Effect.gen(function*() {
+    const options = yield* serverOptions
+    const hot = yield* HotPath
+    return NodeHttpServer.layer(
       () =>
-        closeStragglersOnShutdown(createServer({
-          headersTimeout: options.headersTimeoutMs,
-          requestTimeout: options.requestTimeoutMs,
-          connectionsCheckingInterval: 1_000
-        }, answerBeforeClosing)),
+        withHotPath(
+          closeStragglersOnShutdown(createServer({
+            headersTimeout: options.headersTimeoutMs,
+            requestTimeout: options.requestTimeoutMs,
+            connectionsCheckingInterval: 1_000
+          }, answerBeforeClosing)),
+          hot
+        ),
       { port: options.port }
-    ))
+    )
+  })
 )
 
 // The app (database, migrations, outbox worker) is built before the port opens: a request that arrives
