@@ -19,7 +19,7 @@ import type { RouteTable } from "./Routes.ts"
 // router, a defect), leaves as the one documented error body with its status, doc_url and request id; and
 // what the router cannot know (OPTIONS, 405 + Allow, TRACE, HEAD's Content-Length, limits) is decided here.
 export const RequestIdHeader = "x-request-id"
-const acceptedBodies = ["application/json", "application/x-www-form-urlencoded"]
+export const acceptedBodies = ["application/json", "application/x-www-form-urlencoded"]
 
 export interface EdgeOptions {
   readonly maxBodyBytes: number

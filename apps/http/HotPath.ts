@@ -5,6 +5,7 @@ import { SiteSettings } from "../../core/SiteSettings.ts"
 import { Subscriptions } from "../../core/Subscriptions.ts"
 import type { RequestHeaders } from "./Caching.ts"
 import {
+  acceptedBodies,
   CurrentRequestId,
   type Limiters,
   limitKey,
@@ -105,6 +106,10 @@ export const hotPathLayer = (options: { readonly maxBodyBytes: number; readonly 
           )
         }
         if (method === "GET") {
+          // A GET with a body meets the edge's body checks (415, 413) first: left to the HttpApi.
+          if (headers["transfer-encoding"] !== undefined || Number(headers["content-length"] ?? 0) !== 0) {
+            return undefined
+          }
           const id = transferIdPath.exec(url)?.[1]
           const client = id === undefined ? undefined : merchant(request)
           if (client === undefined || !admitted(request, url)) return undefined
@@ -112,8 +117,10 @@ export const hotPathLayer = (options: { readonly maxBodyBytes: number; readonly 
         }
         if (method === "POST" && url === "/subscribe") {
           const type = mediaType(headers)
-          const form = type === "application/x-www-form-urlencoded"
-          if ((!form && type !== "application/json") || !plainBody(headers) || !admitted(request, url)) return undefined
+          if (!acceptedBodies.includes(type) || !plainBody(headers) || !admitted(request, url)) return undefined
+          // The HttpApi picks the parser by substring of the whole header (@effect/platform's requestPayload):
+          // so does this, for the same answer to e.g. a form type with "application/json" in a parameter.
+          const form = !(headers["content-type"] ?? "").toLowerCase().includes("application/json")
           return answer(
             request,
             body(request).pipe(

@@ -412,19 +412,18 @@ describe("card data", () => {
   })
 
   it("shows at most the last four digits of a card number", () => {
-    // Numbers the service prints whatever the card: its port (in Location and TRACE) and its body limit (in
-    // the 413 message). A random card number can end in the same five digits (CI once drew one ending in
-    // 65536), so the five-digit search skips them; the six- and eight-digit searches see the whole text.
-    const ownNumbers = [String(app.port), "65536"]
+    // The last five digits are searched for in the body's free-standing numbers only: random ids, ETags and
+    // request ids hold any five digits by chance (CI drew such collisions twice), and so do the numbers the
+    // service prints whatever the card, its port (in doc_url) and its body limit (in the 413 message). The
+    // six- and eight-digit searches below see the whole response.
+    const ownNumbers = new Set([String(app.port), "65536"])
     for (const r of received) {
       const text = wholeResponse(r)
-      const withoutOwnNumbers = ownNumbers.reduce((t, n) => t.replaceAll(n, "#"), text)
+      const numbers = (r.text.match(/(?<![\w-])\d{5,}(?![\w-])/g) ?? []).filter((n) => !ownNumbers.has(n))
       for (const pan of pans) {
         const lastFive = pan.slice(-5)
-        assert.isFalse(
-          withoutOwnNumbers.includes(lastFive),
-          `${r.method} ${r.url} shows the last five digits ${lastFive} of card number ${pan}`
-        )
+        const shown = numbers.find((n) => n.endsWith(lastFive))
+        assert.isUndefined(shown, `${r.method} ${r.url} shows ${shown}, the last five digits of card number ${pan}`)
         const parts = [pan.slice(0, 6)]
         for (let i = 0; i + 8 <= pan.length; i++) parts.push(pan.slice(i, i + 8))
         for (const part of parts) {
