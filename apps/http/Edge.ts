@@ -45,8 +45,8 @@ export const errorBody = (baseUrl: string, e: ApiError, requestId: string) => ({
   error: { ...e.error, doc_url: `${baseUrl}/docs/errors#${e.error.code}`, request_id: requestId }
 })
 
-const hasBody = (request: HttpServerRequest.HttpServerRequest) =>
-  request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? 0) > 0
+export const hasBody = (headers: { readonly [name: string]: string | undefined }) =>
+  headers["transfer-encoding"] !== undefined || Number(headers["content-length"] ?? 0) > 0
 
 export const mediaType = (headers: { readonly [name: string]: string | undefined }) =>
   (headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
@@ -185,7 +185,7 @@ export const edgeLayer = (options: EdgeOptions) =>
       if (Number(request.headers["content-length"] ?? 0) > options.maxBodyBytes) {
         return Effect.fail(apiError("body_too_large", `The request body is larger than ${options.maxBodyBytes} bytes.`))
       }
-      if (hasBody(request) && !acceptedBodies.includes(mediaType(request.headers))) {
+      if (hasBody(request.headers) && !acceptedBodies.includes(mediaType(request.headers))) {
         return Effect.fail(
           apiError("unsupported_media_type", `Content-Type must be one of ${acceptedBodies.join(", ")}.`)
         )

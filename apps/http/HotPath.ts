@@ -7,6 +7,7 @@ import type { RequestHeaders } from "./Caching.ts"
 import {
   acceptedBodies,
   CurrentRequestId,
+  hasBody,
   type Limiters,
   limitKey,
   makeResponder,
@@ -107,9 +108,7 @@ export const hotPathLayer = (options: { readonly maxBodyBytes: number; readonly 
         }
         if (method === "GET") {
           // A GET with a body meets the edge's body checks (415, 413) first: left to the HttpApi.
-          if (headers["transfer-encoding"] !== undefined || Number(headers["content-length"] ?? 0) !== 0) {
-            return undefined
-          }
+          if (hasBody(headers)) return undefined
           const id = transferIdPath.exec(url)?.[1]
           const client = id === undefined ? undefined : merchant(request)
           if (client === undefined || !admitted(request, url)) return undefined
