@@ -1,4 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
+import type { MigrationError } from "@effect/sql/Migrator"
+import type { SqlClient } from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
 import { Config, Console, Effect, Layer, Option, Redacted } from "effect"
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
@@ -15,11 +18,14 @@ import { layer as SqlTransferStore } from "../adapters/sql/SqlTransferStore.ts"
 import { storedSecret } from "../adapters/sql/StoredSecret.ts"
 import { layer as SqliteClient } from "../adapters/sqlite/SqliteClient.ts"
 import type { OpenSqlite } from "../adapters/sqlite/SqliteDriver.ts"
+import * as SqliteStores from "../adapters/sqlite/SqliteStores.ts"
 import { Clients } from "../core/Clients.ts"
 import { OutboxWorker } from "../core/OutboxWorker.ts"
 import { SiteSettings } from "../core/SiteSettings.ts"
 import { Subscriptions } from "../core/Subscriptions.ts"
+import type { SubscriptionStore } from "../core/SubscriptionStore.ts"
 import { Transfers } from "../core/Transfers.ts"
+import type { TransferStore } from "../core/TransferStore.ts"
 import { adminAuthLayer } from "./http/AdminAuthLive.ts"
 import { Api } from "./http/Api.ts"
 import { edgeLayer, makeLimiters } from "./http/Edge.ts"
@@ -52,14 +58,24 @@ export const AppConfig = Config.all({
 const isPostgres = (databaseUrl: string) => /^postgres(ql)?:\/\//.test(databaseUrl)
 
 // DATABASE_URL: postgres://... is PostgreSQL; sqlite:PATH or a plain path is the embedded SQLite file.
-export const sqlLayer = (databaseUrl: string, open: OpenSqlite) =>
+// The storage adapter: the migrated database, its client and the stores (on SQLite, with their direct path).
+export const storageLayer = (
+  databaseUrl: string,
+  open: OpenSqlite
+): Layer.Layer<SqlClient | SubscriptionStore | TransferStore, SqlError | MigrationError> =>
   Layer.suspend(() => {
     if (isPostgres(databaseUrl)) {
-      return Layer.effectDiscard(runMigrations).pipe(Layer.provideMerge(PgClient(Redacted.make(databaseUrl))))
+      return Layer.mergeAll(SqlSubscriptionStore, SqlTransferStore).pipe(
+        Layer.provideMerge(Layer.effectDiscard(runMigrations)),
+        Layer.provideMerge(PgClient(Redacted.make(databaseUrl)))
+      )
     }
     const filename = databaseUrl.replace(/^sqlite:/, "")
     if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
-    return Layer.effectDiscard(runMigrations).pipe(Layer.provideMerge(SqliteClient({ filename, open })))
+    return Layer.mergeAll(SqliteStores.subscriptionStore, SqliteStores.transferStore).pipe(
+      Layer.provideMerge(Layer.effectDiscard(runMigrations)),
+      Layer.provideMerge(SqliteClient({ filename, open }))
+    )
   })
 
 const cardNetworkLayer = (kind: "sandbox" | "http") =>
@@ -116,8 +132,9 @@ export const domainLayer = (open: OpenSqlite) =>
       const config = yield* AppConfig
       const baseUrl = Option.getOrElse(config.baseUrl, () => `http://localhost:${config.port}`).replace(/\/+$/, "")
       const mailer = config.mailTransport === "smtp" ? SmtpMailer.layerConfig : ConsoleMailer.layer
-      const storage = Layer.mergeAll(SqlSubscriptionStore, SqlTransferStore, fingerprintLayer(config.fingerprintKey))
-        .pipe(Layer.provideMerge(sqlLayer(config.databaseUrl, open)))
+      const storage = fingerprintLayer(config.fingerprintKey).pipe(
+        Layer.provideMerge(storageLayer(config.databaseUrl, open))
+      )
       const ports = Layer.mergeAll(
         storage,
         mailer,

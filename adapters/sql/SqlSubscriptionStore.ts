@@ -1,12 +1,11 @@
 import { SqlClient } from "@effect/sql/SqlClient"
-import { DateTime, Effect, Layer, Option, Schema } from "effect"
-import { Email, normalizeEmail } from "../../core/Email.ts"
+import { DateTime, Effect, Layer, Option } from "effect"
+import { normalizeEmail } from "../../core/Email.ts"
 import { InvalidToken } from "../../core/Errors.ts"
 import { Feed, FeedName } from "../../core/Feed.ts"
 import {
   decideSubscribe,
   MailThrottle,
-  SubscriberName,
   Subscription,
   SubscriptionId,
   SubscriptionStatus,
@@ -16,38 +15,27 @@ import { SubscriptionStore, type SubscriptionStoreShape } from "../../core/Subsc
 import { isUsable } from "../../core/Token.ts"
 import { Dialect, millisOf } from "./Dialect.ts"
 
-// Numbers as drivers hand them out: a number or a Date (time columns), a bigint or a string (BIGINT columns).
-const Millis = Schema.transform(Schema.Unknown, Schema.Number, { decode: millisOf, encode: (n) => n, strict: false })
-const UtcFromMillis = Schema.transform(Millis, Schema.DateTimeUtcFromSelf, {
-  decode: (ms) => DateTime.unsafeMake(ms),
-  encode: (dt) => DateTime.toEpochMillis(dt)
-})
+// A time column as read back, as a DateTime.
+const utcOf = (value: unknown) => DateTime.unsafeMake(millisOf(value))
 
-const SubscriptionRow = Schema.Struct({
-  id: Millis.pipe(Schema.compose(SubscriptionId)),
-  name: SubscriberName,
-  email: Email,
-  feed: FeedName,
-  status: SubscriptionStatus,
-  created_at: UtcFromMillis,
-  updated_at: UtcFromMillis
-})
-const toSubscription = Schema.decodeUnknownSync(SubscriptionRow)
-const subscriptionOf = (row: unknown) => {
-  const r = toSubscription(row)
-  return new Subscription({ ...r, createdAt: r.created_at, updatedAt: r.updated_at })
-}
+export const SubscriptionColumns = "id, name, email, feed, status, created_at, updated_at"
+// A row this store wrote, through the constraints of its table: mapped, not validated again.
+export const subscriptionOf = (row: any) =>
+  new Subscription({
+    id: SubscriptionId.make(Number(row.id), { disableValidation: true }),
+    name: row.name,
+    email: row.email,
+    feed: row.feed,
+    status: row.status,
+    createdAt: utcOf(row.created_at),
+    updatedAt: utcOf(row.updated_at)
+  }, { disableValidation: true })
 
-const FeedRow = Schema.Struct({
-  name: FeedName,
-  title: Schema.String,
-  created_at: UtcFromMillis,
-  updated_at: UtcFromMillis
-})
-const feedOf = (row: unknown) => {
-  const r = Schema.decodeUnknownSync(FeedRow)(row)
-  return new Feed({ name: r.name, title: r.title, createdAt: r.created_at, updatedAt: r.updated_at })
-}
+export const FeedColumns = "name, title, created_at, updated_at"
+export const feedOf = (row: any) =>
+  new Feed({ name: row.name, title: row.title, createdAt: utcOf(row.created_at), updatedAt: utcOf(row.updated_at) }, {
+    disableValidation: true
+  })
 
 const millis = DateTime.toEpochMillis
 
@@ -59,17 +47,16 @@ export const make = Effect.gen(function*() {
   const { forUpdate, forUpdateSkipLocked, time } = yield* Dialect
   // A time as a query parameter.
   const ms = (t: DateTime.Utc) => time(millis(t))
-  const subscriptionColumns = sql`id, name, email, feed, status, created_at, updated_at`
+  const subscriptionColumns = sql.literal(SubscriptionColumns)
 
   const findFeed = (name: FeedName) =>
-    sql`SELECT name, title, created_at, updated_at FROM feeds WHERE name = ${name} AND deleted_at IS NULL`.pipe(
+    sql`SELECT ${sql.literal(FeedColumns)} FROM feeds WHERE name = ${name} AND deleted_at IS NULL`.pipe(
       Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), feedOf)),
       orDie
     )
 
   const listFeeds: SubscriptionStoreShape["listFeeds"] = Effect.gen(function*() {
-    const rows =
-      yield* sql`SELECT name, title, created_at, updated_at FROM feeds WHERE deleted_at IS NULL ORDER BY name`
+    const rows = yield* sql`SELECT ${sql.literal(FeedColumns)} FROM feeds WHERE deleted_at IS NULL ORDER BY name`
     const changed = yield* sql<{ at: unknown }>`
       SELECT max(CASE WHEN deleted_at IS NULL THEN updated_at ELSE deleted_at END) AS at FROM feeds`
     return { feeds: rows.map(feedOf), lastModified: DateTime.unsafeMake(millisOf(changed[0]?.at ?? 0)) }
@@ -85,10 +72,10 @@ export const make = Effect.gen(function*() {
         ? yield* sql`INSERT INTO feeds (name, title, created_at, updated_at) VALUES (${name}, ${title}, ${ms(now)}, ${
           ms(now)
         })
-            RETURNING name, title, created_at, updated_at`
+            RETURNING ${sql.literal(FeedColumns)}`
         : yield* sql`UPDATE feeds SET title = ${title}, updated_at = ${ms(now)}, deleted_at = NULL,
             created_at = CASE WHEN deleted_at IS NULL THEN created_at ELSE ${ms(now)} END
-            WHERE name = ${name} RETURNING name, title, created_at, updated_at`
+            WHERE name = ${name} RETURNING ${sql.literal(FeedColumns)}`
       return { feed: feedOf(rows[0]), created }
     }).pipe(sql.withTransaction, orDie)
 

@@ -17,7 +17,7 @@ import { Dialect, millisOf } from "./Dialect.ts"
 // process; a retry may then take the key over (the reference keeps it from charging twice).
 export const IdempotencyLease = Duration.minutes(1)
 
-interface TransferRow {
+export interface TransferRow {
   readonly id: string
   readonly client_id: string
   readonly reference: string
@@ -42,10 +42,13 @@ interface TransferRow {
   readonly created_at: unknown
 }
 
+const millis = DateTime.toEpochMillis
+
 const optional = <K extends string>(key: K, value: string | null) =>
   (value === null ? {} : { [key]: value }) as { [P in K]?: string }
 
-const toTransfer = (r: TransferRow) =>
+// A row this store wrote, through the constraints of its table: mapped, not validated again.
+export const toTransfer = (r: TransferRow) =>
   new Transfer({
     id: r.id as TransferId,
     clientId: r.client_id as ClientId,
@@ -76,9 +79,39 @@ const toTransfer = (r: TransferRow) =>
     }),
     ...optional("authorizationCode", r.authorization_code),
     createdAt: DateTime.unsafeMake(millisOf(r.created_at))
-  })
+  }, { disableValidation: true })
 
-const millis = DateTime.toEpochMillis
+// The amount is read as text: SQLite drivers hand out INTEGERs as JS numbers, exact only up to 2^53.
+export const TransferColumns = `id, client_id, reference, CAST(amount AS TEXT) AS amount, currency, status,
+    sender_first_name, sender_middle_name, sender_email, card_brand, card_last4, card_exp_month, card_exp_year,
+    card_fingerprint, recipient_first_name, recipient_middle_name, recipient_email, recipient_merchant_id,
+    failure_code, decline_code, authorization_code, created_at`
+
+// A transfer as a row of its table; `time` turns a time into the dialect's parameter.
+export const transferRow = (t: Transfer, time: (ms: number) => number | Date) => ({
+  id: t.id,
+  client_id: t.clientId,
+  reference: t.reference,
+  amount: t.amount,
+  currency: t.currency,
+  status: t.status,
+  sender_first_name: t.sender.first_name,
+  sender_middle_name: t.sender.middle_name ?? null,
+  sender_email: t.sender.email,
+  card_brand: t.sender.card.brand,
+  card_last4: t.sender.card.last4,
+  card_exp_month: t.sender.card.exp_month,
+  card_exp_year: t.sender.card.exp_year,
+  card_fingerprint: t.sender.card.fingerprint,
+  recipient_first_name: t.recipient.first_name,
+  recipient_middle_name: t.recipient.middle_name ?? null,
+  recipient_email: t.recipient.email,
+  recipient_merchant_id: t.recipient.merchant_id,
+  failure_code: t.failure?.code ?? null,
+  decline_code: t.failure?.decline_code ?? null,
+  authorization_code: t.authorizationCode ?? null,
+  created_at: time(millis(t.createdAt))
+})
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient
@@ -86,39 +119,12 @@ export const make = Effect.gen(function*() {
   // A time as a query parameter.
   const ms = (t: DateTime.Utc) => time(millis(t))
   const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
-  // The amount is read as text: SQLite drivers hand out INTEGERs as JS numbers, exact only up to 2^53.
-  const columns = sql.literal(`id, client_id, reference, CAST(amount AS TEXT) AS amount, currency, status,
-    sender_first_name, sender_middle_name, sender_email, card_brand, card_last4, card_exp_month, card_exp_year,
-    card_fingerprint, recipient_first_name, recipient_middle_name, recipient_email, recipient_merchant_id,
-    failure_code, decline_code, authorization_code, created_at`)
+  const columns = sql.literal(TransferColumns)
 
   const insert = (t: Transfer): Effect.Effect<void, DuplicateReference | SqlError> =>
     Effect.gen(function*() {
       const inserted = yield* sql`INSERT INTO transfers ${
-        sql.insert({
-          id: t.id,
-          client_id: t.clientId,
-          reference: t.reference,
-          amount: t.amount,
-          currency: t.currency,
-          status: t.status,
-          sender_first_name: t.sender.first_name,
-          sender_middle_name: t.sender.middle_name ?? null,
-          sender_email: t.sender.email,
-          card_brand: t.sender.card.brand,
-          card_last4: t.sender.card.last4,
-          card_exp_month: t.sender.card.exp_month,
-          card_exp_year: t.sender.card.exp_year,
-          card_fingerprint: t.sender.card.fingerprint,
-          recipient_first_name: t.recipient.first_name,
-          recipient_middle_name: t.recipient.middle_name ?? null,
-          recipient_email: t.recipient.email,
-          recipient_merchant_id: t.recipient.merchant_id,
-          failure_code: t.failure?.code ?? null,
-          decline_code: t.failure?.decline_code ?? null,
-          authorization_code: t.authorizationCode ?? null,
-          created_at: ms(t.createdAt)
-        })
+        sql.insert(transferRow(t, time))
       } ON CONFLICT (client_id, reference) DO NOTHING RETURNING id`
       if (inserted.length === 0) {
         const existing = yield* sql<{ id: string }>`

@@ -9,6 +9,7 @@ export const openBetterSqlite3: OpenSqlite = (filename) => {
       return {
         reader: statement.reader,
         all: (params) => statement.all(...params),
+        get: (params) => statement.get(...params),
         run: (params) => statement.run(...params)
       }
     },

@@ -13,6 +13,7 @@ export const openNodeSqlite: OpenSqlite = (filename) => {
       return {
         reader: statement.columns().length > 0,
         all: (params) => statement.all(...params),
+        get: (params) => statement.get(...params),
         run: (params) => statement.run(...params)
       }
     },

@@ -3,7 +3,7 @@ import * as Client from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
-import { Context, Deferred, Effect, FiberRef, Layer, Scope } from "effect"
+import { Context, Deferred, Effect, Exit, FiberId, FiberRef, Layer, Scope } from "effect"
 import type { OpenSqlite, SqliteStatement } from "./SqliteDriver.ts"
 
 // An @effect/sql client over one SQLite connection. Unlike @effect/sql-sqlite-node it starts transactions
@@ -24,9 +24,30 @@ const pragmas = (busyTimeoutMs: number) => [
   `PRAGMA busy_timeout = ${busyTimeoutMs}`
 ]
 
+// Statements for the direct path: SQL with `?` placeholders, run synchronously on cached prepared statements.
+export interface DirectSql {
+  readonly get: <A = any>(sql: string, params: ReadonlyArray<unknown>) => A | undefined
+  // The number of rows changed.
+  readonly run: (sql: string, params: ReadonlyArray<unknown>) => number
+}
+
+// A lower-level port of this client, for the few hot store methods: one Effect per logical transaction
+// instead of a few dozen per statement through @effect/sql. `work` must be synchronous and must not keep
+// `db` beyond its call; a throw rolls the transaction back and fails with SqlError. Both return only once
+// what they wrote, or read, is durable.
+export interface SqliteDirectShape {
+  readonly transaction: <A>(work: (db: DirectSql) => A) => Effect.Effect<A, SqlError>
+  readonly read: <A>(work: (db: DirectSql) => A) => Effect.Effect<A, SqlError>
+}
+export class SqliteDirect extends Context.Tag("SqliteDirect")<SqliteDirect, SqliteDirectShape>() {}
+
 export const make = (
   options: SqliteClientOptions
-): Effect.Effect<Client.SqlClient, SqlError, Scope.Scope | Reactivity.Reactivity> =>
+): Effect.Effect<
+  { readonly client: Client.SqlClient; readonly direct: SqliteDirectShape },
+  SqlError,
+  Scope.Scope | Reactivity.Reactivity
+> =>
   Effect.gen(function*() {
     const db = yield* Effect.acquireRelease(
       Effect.try({
@@ -73,8 +94,10 @@ export const make = (
         catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" })
       })
 
+    const fail = (cause: unknown) =>
+      cause instanceof SqlError ? cause : new SqlError({ cause, message: "Failed to execute statement" })
     // The statements that open, close and undo transactions and groups: prepared once, from the cache.
-    const control = (sql: string) => run(sql, [], false)
+    const exec = (sql: string) => void prepare(sql).run([])
 
     // Group commit. Logical transactions run one at a time (the semaphore), each as a SAVEPOINT inside one
     // physical BEGIN IMMEDIATE ... COMMIT that stays open while more of them queue up; a single COMMIT (one
@@ -92,19 +115,41 @@ export const make = (
     let open: Group | undefined
     const committedGroup = yield* FiberRef.make<Group | undefined>(undefined)
 
-    // Runs with the semaphore held.
-    const commitOpen = Effect.suspend(() => {
+    // The group's steps, synchronous, each run with the semaphore held.
+    const commitOpen = () => {
       const group = open
-      if (group === undefined) return Effect.void
+      if (group === undefined) return
       open = undefined
-      return Effect.asVoid(control("COMMIT")).pipe(
-        Effect.tapError(() => Effect.ignore(control("ROLLBACK"))),
-        Effect.exit,
-        Effect.flatMap((exit) => Deferred.done(group.durable, exit))
-      )
-    })
-    const commitGroup = (group: Group) =>
-      semaphore.withPermits(1)(Effect.suspend(() => open === group ? commitOpen : Effect.void))
+      try {
+        exec("COMMIT")
+        Deferred.unsafeDone(group.durable, Exit.void)
+      } catch (cause) {
+        try {
+          exec("ROLLBACK")
+        } catch {
+          // SQLite rolled back already.
+        }
+        Deferred.unsafeDone(group.durable, Exit.fail(fail(cause)))
+      }
+    }
+    const Logical = "paysub_logical"
+    const beginLogical = (): Group => {
+      if (open !== undefined && open.members >= MaxGroup) commitOpen()
+      if (open === undefined) {
+        exec("BEGIN IMMEDIATE")
+        open = { durable: Deferred.unsafeMake<void, SqlError>(FiberId.none), committing: false, members: 0 }
+      }
+      exec(`SAVEPOINT ${Logical}`)
+      open.members++
+      return open
+    }
+    const releaseLogical = () => exec(`RELEASE SAVEPOINT ${Logical}`)
+    const rollbackLogical = () => {
+      exec(`ROLLBACK TO SAVEPOINT ${Logical}`)
+      exec(`RELEASE SAVEPOINT ${Logical}`)
+    }
+
+    const commitGroup = (group: Group) => semaphore.withPermits(1)(Effect.sync(() => open === group && commitOpen()))
 
     // The COMMIT waits for the event loop to read the sockets once more (setImmediate runs after the poll
     // phase), so that the requests which arrived meanwhile write into the same group. Yielding to Effect's
@@ -121,35 +166,42 @@ export const make = (
         }
         return Deferred.await(group.durable)
       })
+    const whenDurable = <A>(result: readonly [A, Group | undefined]) =>
+      result[1] === undefined ? Effect.succeed(result[0]) : Effect.as(durable(result[1]), result[0])
 
-    const Logical = "paysub_logical"
+    const step = <A>(f: () => A) => Effect.try({ try: f, catch: fail })
     const groupStatements: Record<string, Effect.Effect<ReadonlyArray<any>, SqlError>> = {
-      "BEGIN GROUP": Effect.suspend(() => {
-        const full = open !== undefined && open.members >= MaxGroup ? commitOpen : Effect.void
-        const begin = Effect.suspend(() =>
-          open === undefined
-            ? Effect.zipRight(
-              control("BEGIN IMMEDIATE"),
-              Effect.flatMap(
-                Deferred.make<void, SqlError>(),
-                (d) => Effect.sync(() => open = { durable: d, committing: false, members: 0 })
-              )
-            )
-            : Effect.void
-        )
-        return Effect.zipRight(
-          Effect.zipRight(full, begin),
-          Effect.zipLeft(control(`SAVEPOINT ${Logical}`), Effect.sync(() => open!.members++))
-        )
-      }),
-      "COMMIT GROUP": Effect.zipRight(
-        control(`RELEASE SAVEPOINT ${Logical}`),
-        Effect.suspend(() => Effect.as(FiberRef.set(committedGroup, open), []))
-      ),
-      "ROLLBACK GROUP": Effect.zipRight(
-        control(`ROLLBACK TO SAVEPOINT ${Logical}`),
-        control(`RELEASE SAVEPOINT ${Logical}`)
-      )
+      "BEGIN GROUP": step(() => (beginLogical(), [])),
+      "COMMIT GROUP": Effect.flatMap(step(() => (releaseLogical(), open)), (group) =>
+        Effect.as(FiberRef.set(committedGroup, group), [])),
+      "ROLLBACK GROUP": step(() => (rollbackLogical(), []))
+    }
+
+    // The direct path (SqliteDirect): a whole logical transaction, or a read, as one synchronous function over
+    // prepared statements, in the same groups and under the same semaphore as the @effect/sql transactions.
+    const direct: DirectSql = {
+      get: (sql, params) =>
+        prepare(sql).get(params) as any,
+      run: (sql, params) => Number(prepare(sql).run(params).changes)
+    }
+    const directShape: SqliteDirectShape = {
+      transaction: (work) =>
+        Effect.flatMap(
+          semaphore.withPermits(1)(step(() => {
+            const group = beginLogical()
+            let result
+            try {
+              result = work(direct)
+            } catch (cause) {
+              rollbackLogical()
+              throw cause
+            }
+            releaseLogical()
+            return [result, group] as const
+          })),
+          whenDurable
+        ),
+      read: (work) => Effect.flatMap(semaphore.withPermits(1)(step(() => [work(direct), open] as const)), whenDurable)
     }
 
     const connection = (afterStatement: Effect.Effect<void, SqlError>): Connection => {
@@ -192,7 +244,7 @@ export const make = (
     })
     // A transaction returns once the group it committed into is durable (after it gave the semaphore back).
     const withTransaction = client.withTransaction
-    return Object.assign(client, {
+    const sqlClient = Object.assign(client, {
       withTransaction: <A, E, R>(effect: Effect.Effect<A, E, R>) =>
         Effect.flatMap(withTransaction(effect), (a) =>
           Effect.flatMap(
@@ -200,9 +252,15 @@ export const make = (
             (group) => group === undefined ? Effect.succeed(a) : Effect.as(durable(group), a)
           ))
     })
+    return { client: sqlClient, direct: SqliteDirect.of(directShape) }
   })
 
-export const layer = (options: SqliteClientOptions): Layer.Layer<Client.SqlClient, SqlError> =>
-  Layer.scopedContext(Effect.map(make(options), (client) => Context.make(Client.SqlClient, client))).pipe(
+export const layer = (options: SqliteClientOptions): Layer.Layer<Client.SqlClient | SqliteDirect, SqlError> =>
+  Layer.scopedContext(
+    Effect.map(
+      make(options),
+      ({ client, direct }) => Context.make(Client.SqlClient, client).pipe(Context.add(SqliteDirect, direct))
+    )
+  ).pipe(
     Layer.provide(Reactivity.layer)
   )

@@ -4,6 +4,7 @@
 export interface SqliteStatement {
   readonly reader: boolean
   readonly all: (params: ReadonlyArray<unknown>) => ReadonlyArray<unknown>
+  readonly get: (params: ReadonlyArray<unknown>) => unknown
   readonly run: (
     params: ReadonlyArray<unknown>
   ) => { readonly changes: number | bigint; readonly lastInsertRowid: number | bigint }

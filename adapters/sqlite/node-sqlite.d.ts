@@ -4,6 +4,7 @@ declare module "node:sqlite" {
   export interface StatementSync {
     columns(): Array<unknown>
     all(...params: Array<unknown>): Array<unknown>
+    get(...params: Array<unknown>): unknown
     run(...params: Array<unknown>): { changes: number | bigint; lastInsertRowid: number | bigint }
   }
   export class DatabaseSync {

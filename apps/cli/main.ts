@@ -1,10 +1,9 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer, Redacted } from "effect"
 import { layer as CryptoTokens } from "../../adapters/crypto/CryptoTokens.ts"
-import { layer as SqlTransferStore } from "../../adapters/sql/SqlTransferStore.ts"
 import { openBetterSqlite3 } from "../../adapters/sqlite/BetterSqlite3.ts"
 import { Clients } from "../../core/Clients.ts"
-import { AppConfig, sqlLayer } from "../AppLayer.ts"
+import { AppConfig, storageLayer } from "../AppLayer.ts"
 
 // npm run cli -- client create --name NAME: prints {"id", "api_key"} once; only the key's hash is kept.
 const usage = "usage: npm run cli -- client create --name NAME"
@@ -22,8 +21,8 @@ const program = Effect.gen(function*() {
 const StorageLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     Clients.Default.pipe(
-      Layer.provide(Layer.mergeAll(SqlTransferStore, CryptoTokens)),
-      Layer.provide(sqlLayer(config.databaseUrl, openBetterSqlite3))
+      Layer.provide(CryptoTokens),
+      Layer.provide(storageLayer(config.databaseUrl, openBetterSqlite3))
     ))
 )
 

@@ -5,16 +5,15 @@ import { describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { join } from "node:path"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
-import { layer as SqlSubscriptionStore } from "../../adapters/sql/SqlSubscriptionStore.ts"
-import { layer as SqlTransferStore } from "../../adapters/sql/SqlTransferStore.ts"
-import { layer as SqliteClient } from "../../adapters/sqlite/SqliteClient.ts"
+import { layer as SqliteClient, type SqliteDirect } from "../../adapters/sqlite/SqliteClient.ts"
+import { subscriptionStore, transferStore } from "../../adapters/sqlite/SqliteStores.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
 import { tempDir } from "./TempSqlite.ts"
 import { transferStoreContract } from "./TransferStore.contract.ts"
 
 const onDeno = "Deno" in globalThis
 
-const nodeSqliteStore = <A>(store: Layer.Layer<A, never, SqlClient>) => (): Layer.Layer<A | SqlClient, unknown> =>
+const nodeSqliteStore = <A>(store: Layer.Layer<A, never, SqlClient | SqliteDirect>) => (): Layer.Layer<A | SqlClient, unknown> =>
   Layer.unwrapScoped(Effect.gen(function*() {
     const dir = yield* tempDir
     const { openNodeSqlite } = yield* Effect.promise(() => import("../../adapters/sqlite/NodeSqlite.ts"))
@@ -23,8 +22,8 @@ const nodeSqliteStore = <A>(store: Layer.Layer<A, never, SqlClient>) => (): Laye
   }))
 
 if (onDeno) {
-  subscriptionStoreContract("node:sqlite on Deno", nodeSqliteStore(SqlSubscriptionStore))
-  transferStoreContract("node:sqlite on Deno", nodeSqliteStore(SqlTransferStore))
+  subscriptionStoreContract("node:sqlite on Deno", nodeSqliteStore(subscriptionStore))
+  transferStoreContract("node:sqlite on Deno", nodeSqliteStore(transferStore))
 } else {
   describe("storage contracts on node:sqlite", () => {
     it.skip("run under Deno only (npm test does): Node 20 has no node:sqlite", () => {})

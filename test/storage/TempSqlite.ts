@@ -6,10 +6,9 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
-import { layer as SqlSubscriptionStore } from "../../adapters/sql/SqlSubscriptionStore.ts"
-import { layer as SqlTransferStore } from "../../adapters/sql/SqlTransferStore.ts"
 import { openBetterSqlite3 } from "../../adapters/sqlite/BetterSqlite3.ts"
 import { layer as SqliteClient } from "../../adapters/sqlite/SqliteClient.ts"
+import { subscriptionStore, transferStore } from "../../adapters/sqlite/SqliteStores.ts"
 import type { SubscriptionStore } from "../../core/SubscriptionStore.ts"
 import type { TransferStore } from "../../core/TransferStore.ts"
 
@@ -22,10 +21,10 @@ export const tempDir = Effect.acquireRelease(
 // A client on `filename` as the app makes it.
 export const sqliteClient = (filename: string) => SqliteClient({ filename, open: openBetterSqlite3 })
 
-// The storage adapter over one connection to `filename`, migrations run first.
+// The storage adapter as the app makes it (the shared SQL store with its direct path) over one connection to `filename`, migrations run first.
 export const sqliteStoreOn = (filename: string): Layer.Layer<SubscriptionStore | SqlClient, unknown> => {
   const sql = sqliteClient(filename)
-  return SqlSubscriptionStore.pipe(Layer.provide(Layer.effectDiscard(runMigrations)), Layer.provideMerge(sql))
+  return subscriptionStore.pipe(Layer.provide(Layer.effectDiscard(runMigrations)), Layer.provideMerge(sql))
 }
 
 // The storage adapter on a new database file in a new temporary directory.
@@ -35,7 +34,7 @@ export const tempSqliteStore = (): Layer.Layer<SubscriptionStore | SqlClient, un
 // The transfer storage adapter over one connection to `filename`, migrations run first.
 export const sqliteTransferStoreOn = (filename: string): Layer.Layer<TransferStore | SqlClient, unknown> => {
   const sql = sqliteClient(filename)
-  return SqlTransferStore.pipe(Layer.provide(Layer.effectDiscard(runMigrations)), Layer.provideMerge(sql))
+  return transferStore.pipe(Layer.provide(Layer.effectDiscard(runMigrations)), Layer.provideMerge(sql))
 }
 
 // The transfer storage adapter on a new database file in a new temporary directory.
