@@ -13,13 +13,14 @@ import { transferStoreContract } from "./TransferStore.contract.ts"
 
 const onDeno = "Deno" in globalThis
 
-const nodeSqliteStore = <A>(store: Layer.Layer<A, never, SqlClient | SqliteDirect>) => (): Layer.Layer<A | SqlClient, unknown> =>
-  Layer.unwrapScoped(Effect.gen(function*() {
-    const dir = yield* tempDir
-    const { openNodeSqlite } = yield* Effect.promise(() => import("../../adapters/sqlite/NodeSqlite.ts"))
-    const sql = SqliteClient({ filename: join(dir, "paysub.db"), open: openNodeSqlite })
-    return store.pipe(Layer.provide(Layer.effectDiscard(runMigrations)), Layer.provideMerge(sql))
-  }))
+const nodeSqliteStore =
+  <A>(store: Layer.Layer<A, never, SqlClient | SqliteDirect>) => (): Layer.Layer<A | SqlClient, unknown> =>
+    Layer.unwrapScoped(Effect.gen(function*() {
+      const dir = yield* tempDir
+      const { openNodeSqlite } = yield* Effect.promise(() => import("../../adapters/sqlite/NodeSqlite.ts"))
+      const sql = SqliteClient({ filename: join(dir, "paysub.db"), open: openNodeSqlite })
+      return store.pipe(Layer.provide(Layer.effectDiscard(runMigrations)), Layer.provideMerge(sql))
+    }))
 
 if (onDeno) {
   subscriptionStoreContract("node:sqlite on Deno", nodeSqliteStore(subscriptionStore))
