@@ -37,8 +37,9 @@ export class Subscriptions extends Effect.Service<Subscriptions>()("Subscription
       Effect.gen(function*() {
         const feed = yield* store.findFeed(request.feed)
         if (Option.isNone(feed)) return yield* new FeedNotFound({ feed: request.feed })
+        // Made of the decoded request and a stored id: valid already, not checked again.
         const receipt = (id: SubscriptionId) =>
-          new SubscriptionReceipt({ id, name: request.name, email: request.email, feed: request.feed })
+          new SubscriptionReceipt({ id, name: request.name, email: request.email, feed: request.feed }, true)
         if (request[HoneypotField]) {
           return receipt(SubscriptionId.make(yield* Random.nextIntBetween(1, 2 ** 31)))
         }

@@ -105,6 +105,14 @@ export const make = (
     // a transaction that ran inside an open group wait for its COMMIT too, so no caller ever acts on, or
     // answers with, data that is not yet durable.
     const semaphore = yield* Effect.makeSemaphore(1)
+    // The fibers holding the semaphore (an @effect/sql transaction, between two of its statements). While there
+    // are none, synchronous work (a COMMIT, the direct path) cannot interleave with
+    // anyone's transaction and runs at once, without the semaphore's few dozen Effect steps.
+    let holders = 0
+    const take = Effect.zipRight(semaphore.take(1), Effect.sync(() => void holders++))
+    const release = Effect.suspend(() => (holders--, semaphore.release(1)))
+    const withLock = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      Effect.acquireUseRelease(take, () => effect, () => release)
     interface Group {
       readonly durable: Deferred.Deferred<void, SqlError>
       committing: boolean
@@ -149,7 +157,9 @@ export const make = (
       exec(`RELEASE SAVEPOINT ${Logical}`)
     }
 
-    const commitGroup = (group: Group) => semaphore.withPermits(1)(Effect.sync(() => open === group && commitOpen()))
+    const step = <A>(f: () => A) => Effect.try({ try: f, catch: fail })
+    const locked = <A>(f: () => A) => Effect.suspend(() => holders === 0 ? step(f) : withLock(step(f)))
+    const commitGroup = (group: Group) => Effect.orDie(locked(() => open === group && commitOpen()))
 
     // The COMMIT waits for the event loop to read the sockets once more (setImmediate runs after the poll
     // phase), so that the requests which arrived meanwhile write into the same group. Yielding to Effect's
@@ -169,7 +179,6 @@ export const make = (
     const whenDurable = <A>(result: readonly [A, Group | undefined]) =>
       result[1] === undefined ? Effect.succeed(result[0]) : Effect.as(durable(result[1]), result[0])
 
-    const step = <A>(f: () => A) => Effect.try({ try: f, catch: fail })
     const groupStatements: Record<string, Effect.Effect<ReadonlyArray<any>, SqlError>> = {
       "BEGIN GROUP": step(() => (beginLogical(), [])),
       "COMMIT GROUP": Effect.flatMap(step(() => (releaseLogical(), open)), (group) =>
@@ -187,7 +196,7 @@ export const make = (
     const directShape: SqliteDirectShape = {
       transaction: (work) =>
         Effect.flatMap(
-          semaphore.withPermits(1)(step(() => {
+          locked(() => {
             const group = beginLogical()
             let result
             try {
@@ -198,10 +207,10 @@ export const make = (
             }
             releaseLogical()
             return [result, group] as const
-          })),
+          }),
           whenDurable
         ),
-      read: (work) => Effect.flatMap(semaphore.withPermits(1)(step(() => [work(direct), open] as const)), whenDurable)
+      read: (work) => Effect.flatMap(locked(() => [work(direct), open] as const), whenDurable)
     }
 
     const connection = (afterStatement: Effect.Effect<void, SqlError>): Connection => {
@@ -222,12 +231,12 @@ export const make = (
     const inTransaction = connection(Effect.void)
     const outsideTransaction = connection(Effect.suspend(() => open === undefined ? Effect.void : durable(open)))
 
-    const acquirer = semaphore.withPermits(1)(Effect.succeed(outsideTransaction))
+    const acquirer = withLock(Effect.succeed(outsideTransaction))
     const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
       Effect.as(
         Effect.zipRight(
-          restore(semaphore.take(1)),
-          Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, semaphore.release(1)))
+          restore(take),
+          Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, release))
         ),
         inTransaction
       )

@@ -32,7 +32,9 @@ const parseToken = Schema.decodeUnknownOption(Token)
 // The answer to POST /subscribe, shared by the handler below and the hot path (apps/http/HotPath.ts).
 export const subscribeAnswer = (subscriptions: Subscriptions, payload: SubscribeRequest) =>
   subscriptions.subscribe(payload).pipe(
-    Effect.map((receipt) => new SubscribeResponse({ message: pendingMessage(receipt.email), subscription: receipt })),
+    Effect.map((receipt) =>
+      new SubscribeResponse({ message: pendingMessage(receipt.email), subscription: receipt }, true)
+    ),
     Effect.catchTag(
       "FeedNotFound",
       (e) => Effect.fail(apiError("resource_missing", `No feed is named "${e.feed}".`, { param: "feed" }))
