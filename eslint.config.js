@@ -4,7 +4,7 @@ import effect from "@effect/eslint-plugin"
 import tseslint from "typescript-eslint"
 
 export default tseslint.config(
-  { ignores: ["node_modules/", "data/", "bench/results/", "coverage/"] },
+  { ignores: ["node_modules/", "data/", "dist/", ".cache/", "bench/results/", "coverage/"] },
   ...tseslint.configs.recommended,
   ...effect.configs.dprint,
   {

@@ -3,7 +3,40 @@
 // process.hrtime.bigint() / 1000 in any process on the same machine).
 //
 //   node bench/cpuprofile-summary.mjs FILE.cpuprofile [--top=10] [--from=US] [--to=US] [--json]
+//
+// A frame in a bundle that has a source map next to it (dist/node/main.mjs and main.mjs.map, `npm run build`)
+// is reported at its place in the original file (apps/..., node_modules/effect/...), so locations and the
+// per-package and per-file totals read as they would for the unbundled app. Function names stay the bundle's
+// (esbuild renames a clashing top-level name with a digit suffix: `map2`).
 import { readFileSync } from "node:fs"
+import { SourceMap } from "node:module"
+import { dirname, resolve } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const sourceMaps = new Map()
+const sourceMapOf = (path) => {
+  if (!sourceMaps.has(path)) {
+    let found
+    try {
+      found = { map: new SourceMap(JSON.parse(readFileSync(`${path}.map`, "utf8"))), dir: dirname(path) }
+    } catch {
+      found = undefined
+    }
+    sourceMaps.set(path, found)
+  }
+  return sourceMaps.get(path)
+}
+// The callFrame at its original position (0-based line and column, as in the profile), or unchanged.
+const original = (cf) => {
+  if (!cf.url?.startsWith("file://") || !(cf.lineNumber >= 0)) return cf
+  const found = sourceMapOf(fileURLToPath(cf.url))
+  const entry = found?.map.findEntry(cf.lineNumber, cf.columnNumber)
+  if (!entry?.originalSource) return cf
+  const source = entry.originalSource.startsWith("file://")
+    ? fileURLToPath(entry.originalSource)
+    : resolve(found.dir, entry.originalSource)
+  return { ...cf, url: source, lineNumber: entry.originalLine, columnNumber: entry.originalColumn }
+}
 
 export const summarise = (profile, { top = 10, from = -Infinity, to = Infinity, root = process.cwd() } = {}) => {
   const nodes = new Map(profile.nodes.map((n) => [n.id, n]))
@@ -37,7 +70,7 @@ export const summarise = (profile, { top = 10, from = -Infinity, to = Infinity, 
   const byPackage = new Map()
   const byFile = new Map()
   for (const [id, us] of self) {
-    const cf = nodes.get(id).callFrame
+    const cf = original(nodes.get(id).callFrame)
     const key = `${cf.functionName || "(anonymous)"}\u0000${where(cf)}`
     byFunction.set(key, (byFunction.get(key) ?? 0) + us)
     const pkg = packageOf(cf)

@@ -1,7 +1,8 @@
-// Where the service's time goes: runs the Node app under `node --cpu-prof --import tsx apps/node/main.ts`,
-// drives one scenario (approved transfers by default) with the benchmark's load, stops the app gracefully
-// (so node writes the profile) and prints the top self-time functions and packages for the load window
-// only (start-up and warm-up excluded).
+// Where the service's time goes: runs the Node app as `npm start` runs it, under
+// `node --cpu-prof dist/node/main.mjs` (the bundle, built first), drives one scenario (approved transfers by
+// default) with the benchmark's load, stops the app gracefully (so node writes the profile) and prints the top
+// self-time functions and packages for the load window only (start-up and warm-up excluded). Locations are
+// mapped back to the original files through the bundle's source map (bench/cpuprofile-summary.mjs).
 //
 //   node bench/profile.mjs [--scenario=approved] [--duration=10] [--connections=50] [--top=10] [--target=service]
 //
@@ -12,6 +13,7 @@ import os from "node:os"
 import { join } from "node:path"
 import { format, summarise } from "./cpuprofile-summary.mjs"
 import {
+  buildApp,
   killAllSync,
   machineInfo,
   prepareTarget,
@@ -49,6 +51,7 @@ for (const signal of ["SIGINT", "SIGTERM"]) process.once(signal, () => (killAllS
 let sink
 let target
 try {
+  buildApp()
   sink = await startSmtpSink()
   target = await startTarget(targetName, {
     dataDir,

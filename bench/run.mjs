@@ -12,6 +12,8 @@ import os from "node:os"
 import { join } from "node:path"
 import { compareConformance, runConformance } from "./lib/conformance.mjs"
 import {
+  appStartCommand,
+  buildApp,
   createDatabase,
   dropAllDatabases,
   dropDatabase,
@@ -122,7 +124,10 @@ const results = {
     "Scenario order per server start: approved, declined, notModified, subscribe (the service's outbox worker " +
     "keeps sending mail after subscribe, so it runs last).",
     "rps counts only responses with the expected status; latency percentiles cover every response.",
-    "peakRssMb: VmHWM of the server process, reset at the start of each measured scenario (clear_refs)."
+    "peakRssMb: VmHWM of the server process, reset at the start of each measured scenario (clear_refs).",
+    `The Node app (service, service-pg) runs as npm start runs it: node ${
+      [...appStartCommand().flags, appStartCommand().entry].join(" ")
+    } (the esbuild bundle scripts/build.mjs makes at the start of the run).`
   ],
   targets: Object.fromEntries(targetNames.map((t) => [t, targetDefinitions[t].label])),
   scenarios: Object.fromEntries(options.scenarios.map((s) => [s, scenarios[s].title])),
@@ -151,6 +156,8 @@ const main = async () => {
       `${options.durationS} s (+${options.warmupS} s warm-up), ${options.connections} connections; planned load time ` +
       `${Math.round(plannedS)} s`
   )
+  // The Node app runs as `npm start` runs it: the bundle, built once here (not inside any start-up time).
+  if (targetNames.some((t) => targetDefinitions[t].bundle)) buildApp()
   const sink = await startSmtpSink()
   try {
     for (let round = 1; round <= options.rounds; round++) {

@@ -78,6 +78,7 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
           recipient: request.recipient,
           createdAt: now
         })
+        // The pending transfer with the network's answer: checked once, as `pending`, not again.
         const outcome = (authorization: Authorization) =>
           new Transfer({
             ...pending,
@@ -90,7 +91,7 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
                 }
               }
               : { authorizationCode: authorization.authorizationCode })
-          })
+          }, true)
         const local = checkLocally(request, now)
         const transfer = local !== undefined
           // Declined by our own checks: nothing to ask the network, one write.
@@ -113,7 +114,7 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
             // A client that hangs up must not leave a charge without its record.
             Effect.uninterruptible
           )
-        if (transfer.status === "declined") return yield* new CardDeclined({ transfer })
+        if (transfer.status === "declined") return yield* new CardDeclined({ transfer }, true)
         return transfer
       })
 

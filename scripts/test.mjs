@@ -1,6 +1,7 @@
-// `npm test`: type checks (tsc, deno check), lint (formatting included), every suite on the embedded SQLite,
-// the core and node:sqlite tests under Deno, the black-box suites against the Deno app, then against
-// PostgreSQL. Each step is a separate command so a failure names the step.
+// `npm test`: type checks (tsc, deno check), lint (formatting included), the Node app's bundle
+// (scripts/build.mjs, what the black-box suites start), every suite on the embedded SQLite, the core and
+// node:sqlite tests under Deno, the black-box suites against the Deno app, then against PostgreSQL. Each step is
+// a separate command so a failure names the step.
 //
 // PostgreSQL (PGHOST/PGPORT, default 127.0.0.1:5432, user postgres, trust auth) is optional on a laptop:
 // without it those suites are skipped with a line saying so. With CI=true it is required.
@@ -23,12 +24,16 @@ if (!postgresUp && process.env.CI === "true") {
   process.exit(1)
 }
 const pgEnv = { POSTGRES_TESTS: postgresUp ? "on" : "off" }
+// The black-box suites start the app's bundle (dist/, `npm run build`): built once by the step below, so the
+// vitest runs skip their own build (test/support/globalSetup.ts).
+const built = { PAYSUB_BUNDLE_BUILT: "1" }
 
 const steps = [
   ["type check", "tsc", ["--noEmit", "-p", "."], {}],
   ["lint and format check", "eslint", ["."], {}],
   ["type check for Deno (core and the Deno app)", "deno", ["check", "apps/deno/main.ts", ...coreFiles], {}],
-  ["tests (SQLite; PostgreSQL storage contracts)", "vitest", ["run", ...process.argv.slice(2)], pgEnv],
+  ["build (the bundles the black-box suites start)", "node", ["scripts/build.mjs"], {}],
+  ["tests (SQLite; PostgreSQL storage contracts)", "vitest", ["run", ...process.argv.slice(2)], { ...pgEnv, ...built }],
   // Under Deno: the core's property tests (the core runs unchanged there) and the storage contracts on
   // Deno's node:sqlite, the driver the Deno app stores through.
   ["core and node:sqlite storage tests under Deno", "deno", [
@@ -39,10 +44,14 @@ const steps = [
     "test/core",
     "test/storage/NodeSqliteStore.test.ts"
   ], {}],
-  ["black-box suites on the Deno app", "vitest", ["run", "test/http", "test/reliability"], { APP_RUNTIME: "deno" }],
+  ["black-box suites on the Deno app", "vitest", ["run", "test/http", "test/reliability"], {
+    ...built,
+    APP_RUNTIME: "deno"
+  }],
   ...(postgresUp
     ? [["black-box suites on PostgreSQL", "vitest", ["run", "test/http", "test/reliability", "test/scaleout"], {
       ...pgEnv,
+      ...built,
       TEST_DATABASE: "postgres"
     }]]
     : [])
@@ -50,7 +59,8 @@ const steps = [
 
 for (const [name, command, args, env] of steps) {
   console.log(`\n=== ${name}: ${command} ${args.join(" ")}`)
-  const result = spawnSync(`node_modules/.bin/${command}`, args, { stdio: "inherit", env: { ...process.env, ...env } })
+  const bin = command === "node" ? process.execPath : `node_modules/.bin/${command}`
+  const result = spawnSync(bin, args, { stdio: "inherit", env: { ...process.env, ...env } })
   if (result.status !== 0) {
     console.error(`\n=== ${name} failed (exit ${result.status ?? result.signal})`)
     process.exit(result.status ?? 1)

@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
-import { join, resolve } from "node:path"
+import { resolve } from "node:path"
 import { afterAll, beforeAll } from "vitest"
-import { AdminKey, AppProcess, form } from "../support/AppProcess.ts"
+import { AdminKey, AppProcess, cliBundle, form } from "../support/AppProcess.ts"
 import { bodyJson, header, RawConnection, rawRequest, type RawResponse } from "../support/RawHttp.ts"
 
 // Black-box: the HTTP semantics that depend on configuration, against one app process started with
@@ -19,12 +19,12 @@ const firstApiKey = (output: string): string => {
   return match[1]!
 }
 
-// `tsx apps/cli/main.ts client create --name NAME` on the app's database; prints {"id", "api_key"}.
+// `npm run cli -- client create --name NAME` (the CLI's bundle) on the app's database; prints {"id", "api_key"}.
 const createClient = (name: string): Promise<{ id: string; api_key: string }> =>
   new Promise((ok, fail) => {
     const child = spawn(
-      join(root, "node_modules/.bin/tsx"),
-      [join(root, "apps/cli/main.ts"), "client", "create", "--name", name],
+      process.execPath,
+      [cliBundle, "client", "create", "--name", name],
       { cwd: root, env: { ...process.env, DATABASE_URL: app.databaseUrl }, stdio: "pipe" }
     )
     let out = ""

@@ -10,10 +10,10 @@ import { type ChildProcess, spawn } from "node:child_process"
 import http from "node:http"
 import type { AddressInfo } from "node:net"
 import { createConnection } from "node:net"
-import { join, resolve } from "node:path"
+import { resolve } from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import { MailThrottle } from "../../core/Subscription.ts"
-import { AppProcess, freePort, postForm, testDatabase } from "../support/AppProcess.ts"
+import { AppProcess, freePort, nodeAppCommand, postForm, testDatabase } from "../support/AppProcess.ts"
 import {
   accountUri,
   createClient,
@@ -477,7 +477,8 @@ describe.skipIf(!onPostgres)(
         let verdict: { readonly early: boolean; readonly answer: string } | undefined
         for (let round = 0; round < 3 && verdict?.early !== true; round++) {
           const port = await freePort()
-          const child = spawn(process.execPath, ["--import", "tsx", join(root, "apps/node/main.ts")], {
+          const [command, ...args] = nodeAppCommand
+          const child = spawn(command!, args, {
             cwd: root,
             env: { ...process.env, PORT: String(port), DATABASE_URL: database.url, SUBSCRIBE_RATE_LIMIT: "0" },
             stdio: "pipe"

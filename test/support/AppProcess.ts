@@ -1,6 +1,6 @@
 import Database from "better-sqlite3"
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
@@ -11,10 +11,23 @@ import { createTestDatabase, dropDatabaseSync, queryPostgresSync, type TestDatab
 // app under test, so the same black-box suites run against every runtime; TEST_DATABASE=postgres runs it on
 // a PostgreSQL database of its own instead of a SQLite file in its data directory.
 const root = resolve(import.meta.dirname, "../..")
-// The app itself, not a launcher: `node_modules/.bin/tsx` runs the app in a child process of its own, so a
-// SIGKILL (kill9) ended the launcher and left the app running. Node with tsx's loader is one process.
+// The Node app and the CLI as `npm start` and `npm run cli` run them: plain node on the bundles that
+// scripts/build.mjs makes (vitest's globalSetup, test/support/globalSetup.ts, builds them once per run). The
+// app's node flags (the heap setting) and file are read from package.json's start script, `node scripts/build.mjs
+// && node [--flags] dist/node/main.mjs`. The app itself, not a launcher (`npm start`, or tsx's own binary, runs
+// the app in a child process): a SIGKILL (kill9) must end the app, not leave it running behind a killed parent.
+const startScript: string = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts.start
+const startMatch = /(?:^|&&)\s*node((?:\s+--\S+)*)\s+(\S+\.mjs)\s*$/.exec(startScript)
+if (startMatch === null) throw new Error(`package.json's start script is not "... && node [--flags] FILE.mjs"`)
+export const nodeAppBundle = join(root, startMatch[2]!)
+export const nodeAppCommand: ReadonlyArray<string> = [
+  process.execPath,
+  ...startMatch[1]!.trim().split(/\s+/).filter(Boolean),
+  nodeAppBundle
+]
+export const cliBundle = join(root, "dist/cli/main.mjs")
 const commands: Record<string, ReadonlyArray<string>> = {
-  node: [process.execPath, "--import", "tsx", join(root, "apps/node/main.ts")],
+  node: nodeAppCommand,
   // The permissions `npm run start:deno` grants.
   deno: [
     join(root, "node_modules/.bin/deno"),
@@ -135,6 +148,9 @@ export class AppProcess {
     const runtime = process.env.APP_RUNTIME ?? "node"
     const [command, ...args] = commands[runtime] ?? []
     if (command === undefined) throw new Error(`APP_RUNTIME=${runtime}: no such app`)
+    if (runtime === "node" && !existsSync(nodeAppBundle)) {
+      throw new Error(`${nodeAppBundle} is missing: run \`npm run build\` (vitest's globalSetup does)`)
+    }
     const child = spawn(command, args, { cwd: root, env: { ...process.env, ...this.env }, stdio: "pipe" })
     this.child = child
     child.stdout!.on("data", (chunk) => (this.log += chunk))

@@ -3,8 +3,8 @@
 // HTTP client for the merchant API that can keep every response it received.
 import { spawn } from "node:child_process"
 import { randomInt } from "node:crypto"
-import { join, resolve } from "node:path"
-import type { AppProcess } from "./AppProcess.ts"
+import { resolve } from "node:path"
+import { type AppProcess, cliBundle } from "./AppProcess.ts"
 
 const root = resolve(import.meta.dirname, "../..")
 
@@ -23,12 +23,13 @@ export interface CreatedClient {
   readonly api_key: string
 }
 
-// `tsx apps/cli/main.ts client create --name NAME` on the app's database; prints {"id", "api_key"}.
+// `npm run cli -- client create --name NAME` (the CLI's bundle, dist/cli/main.mjs) on the app's database;
+// prints {"id", "api_key"}.
 export const createClient = (app: AppProcess, name: string): Promise<CreatedClient> =>
   new Promise((ok, fail) => {
     const child = spawn(
-      join(root, "node_modules/.bin/tsx"),
-      [join(root, "apps/cli/main.ts"), "client", "create", "--name", name],
+      process.execPath,
+      [cliBundle, "client", "create", "--name", name],
       { cwd: root, env: { ...process.env, DATABASE_URL: app.databaseUrl }, stdio: "pipe" }
     )
     let out = ""
