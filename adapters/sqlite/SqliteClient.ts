@@ -152,9 +152,12 @@ export const make = (
       return open
     }
     const releaseLogical = () => exec(`RELEASE SAVEPOINT ${Logical}`)
+    // A transaction that fails still ends its group's wait: were it the group's only member, nobody else would
+    // commit the group, and its open BEGIN IMMEDIATE would keep the write lock from other processes.
     const rollbackLogical = () => {
       exec(`ROLLBACK TO SAVEPOINT ${Logical}`)
       exec(`RELEASE SAVEPOINT ${Logical}`)
+      if (open !== undefined) scheduleCommit(open)
     }
 
     const step = <A>(f: () => A) => Effect.try({ try: f, catch: fail })
@@ -168,12 +171,15 @@ export const make = (
       const handle = setImmediate(() => resume(Effect.void))
       return Effect.sync(() => clearImmediate(handle))
     })
+    const scheduleCommit = (group: Group) => {
+      if (!group.committing) {
+        group.committing = true
+        Effect.runFork(Effect.zipRight(afterIo, commitGroup(group)))
+      }
+    }
     const durable = (group: Group) =>
       Effect.suspend(() => {
-        if (!group.committing) {
-          group.committing = true
-          Effect.runFork(Effect.zipRight(afterIo, commitGroup(group)))
-        }
+        scheduleCommit(group)
         return Deferred.await(group.durable)
       })
     const whenDurable = <A>(result: readonly [A, Group | undefined]) =>

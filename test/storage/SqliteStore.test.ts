@@ -1,9 +1,11 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { assert, describe, it, layer } from "@effect/vitest"
+import Database from "better-sqlite3"
 import { Context, Effect, Layer } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { SqliteDirect } from "../../adapters/sqlite/SqliteClient.ts"
 import { MailThrottle } from "../../core/Subscription.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
 import { sqliteClient, sqliteStoreOn, tempDir, tempSqliteStore } from "./TempSqlite.ts"
@@ -39,6 +41,46 @@ describe("SQLite storage", () => {
       const expected = Array.from({ length: 40 }, (_, n) => n).filter((n) => n % 3 !== 0)
       assert.deepStrictEqual(kept, [...expected, ...expected.map((n) => n + 1000)])
       assert.strictEqual(results.filter((r) => r._tag === "Left").length, 14)
+    }))
+
+  // A transaction that fails while it is alone in its group must not leave the group's BEGIN IMMEDIATE open: the
+  // write lock would stay taken, and every other process on the file would time out waiting for it.
+  it.scopedLive("a failing transaction alone in its group gives the write lock back", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const filename = join(dir, "lock.db")
+      const context = yield* Layer.build(sqliteClient(filename))
+      const sql = Context.get(context, SqlClient)
+      const direct = Context.get(context, SqliteDirect)
+      yield* sql`CREATE TABLE t (n INTEGER PRIMARY KEY)`
+      const other = new Database(filename)
+      other.pragma("busy_timeout = 0")
+      yield* Effect.addFinalizer(() => Effect.sync(() => other.close()))
+      const writableByAnother = Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50))).pipe(
+        Effect.map(() => {
+          try {
+            other.exec("BEGIN IMMEDIATE")
+            other.exec("ROLLBACK")
+            return true
+          } catch {
+            return false
+          }
+        })
+      )
+
+      const viaSql = yield* Effect.either(
+        sql.withTransaction(Effect.zipRight(sql`INSERT INTO t (n) VALUES (1)`, Effect.fail("fails")))
+      )
+      assert.strictEqual(viaSql._tag, "Left")
+      assert.isTrue(yield* writableByAnother, "after a failed @effect/sql transaction")
+
+      const viaDirect = yield* Effect.either(direct.transaction((db) => {
+        db.run("INSERT INTO t (n) VALUES (?)", [2])
+        throw new Error("fails")
+      }))
+      assert.strictEqual(viaDirect._tag, "Left")
+      assert.isTrue(yield* writableByAnother, "after a failed direct transaction")
+      assert.deepStrictEqual(other.prepare("SELECT n FROM t").all(), [])
     }))
 })
 
