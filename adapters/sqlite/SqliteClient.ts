@@ -72,30 +72,26 @@ export const make = (
       return statement
     }
 
+    const fail = (cause: unknown) =>
+      cause instanceof SqlError ? cause : new SqlError({ cause, message: "Failed to execute statement" })
+    const step = <A>(f: () => A) => Effect.try({ try: f, catch: fail })
+
     const run = (sql: string, params: ReadonlyArray<unknown>, raw: boolean) =>
-      Effect.try({
-        try: () => {
-          const statement = prepare(sql)
-          if (statement.reader) return statement.all(params) as ReadonlyArray<any>
-          const result = statement.run(params)
-          return raw ? (result as unknown as ReadonlyArray<any>) : []
-        },
-        catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" })
+      step(() => {
+        const statement = prepare(sql)
+        if (statement.reader) return statement.all(params) as ReadonlyArray<any>
+        const result = statement.run(params)
+        return raw ? (result as unknown as ReadonlyArray<any>) : []
       })
 
     const unprepared = (sql: string, params?: ReadonlyArray<unknown>) =>
-      Effect.try({
-        try: () => {
-          const statement = db.prepare(sql)
-          return (statement.reader
-            ? statement.all(params ?? [])
-            : (statement.run(params ?? []), [])) as ReadonlyArray<any>
-        },
-        catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" })
+      step(() => {
+        const statement = db.prepare(sql)
+        return (statement.reader
+          ? statement.all(params ?? [])
+          : (statement.run(params ?? []), [])) as ReadonlyArray<any>
       })
 
-    const fail = (cause: unknown) =>
-      cause instanceof SqlError ? cause : new SqlError({ cause, message: "Failed to execute statement" })
     // The statements that open, close and undo transactions and groups: prepared once, from the cache.
     const exec = (sql: string) => void prepare(sql).run([])
 
@@ -106,8 +102,8 @@ export const make = (
     // answers with, data that is not yet durable.
     const semaphore = yield* Effect.makeSemaphore(1)
     // The fibers holding the semaphore (an @effect/sql transaction, between two of its statements). While there
-    // are none, synchronous work (a COMMIT, the direct path) cannot interleave with
-    // anyone's transaction and runs at once, without the semaphore's few dozen Effect steps.
+    // are none, synchronous work (a COMMIT, the direct path) cannot interleave with anyone's transaction and runs
+    // at once, without the semaphore's few dozen Effect steps.
     let holders = 0
     const take = Effect.zipRight(semaphore.take(1), Effect.sync(() => void holders++))
     const release = Effect.suspend(() => (holders--, semaphore.release(1)))
@@ -160,7 +156,6 @@ export const make = (
       if (open !== undefined) scheduleCommit(open)
     }
 
-    const step = <A>(f: () => A) => Effect.try({ try: f, catch: fail })
     const locked = <A>(f: () => A) => Effect.suspend(() => holders === 0 ? step(f) : withLock(step(f)))
     const commitGroup = (group: Group) => Effect.orDie(locked(() => open === group && commitOpen()))
 

@@ -38,7 +38,7 @@ export const subscriptionStore = Layer.effect(
         direct.read((db) =>
           db.get(`SELECT ${SqlSubscriptionStore.FeedColumns} FROM feeds WHERE name = ? AND deleted_at IS NULL`, [name])
         ).pipe(
-          Effect.map((row) => row === undefined ? Option.none() : Option.some(SqlSubscriptionStore.feedOf(row))),
+          Effect.map((row) => Option.map(Option.fromNullable(row), SqlSubscriptionStore.feedOf)),
           orDie
         ),
       // A new address: the subscription and its confirmation mail, written together.
@@ -78,7 +78,7 @@ export const transferStore = Layer.effect(
           params
         )
       ).pipe(
-        Effect.map((row) => row === undefined ? Option.none() : Option.some(SqlTransferStore.toTransfer(row))),
+        Effect.map((row) => Option.map(Option.fromNullable(row), SqlTransferStore.toTransfer)),
         orDie
       )
     // The transfer's row, unless its reference is taken (then the shared store says by which transfer).
