@@ -1,7 +1,8 @@
 import { Effect, Layer } from "effect"
-import { createHash, randomBytes } from "node:crypto"
+import { randomBytes } from "node:crypto"
 import { Token, TokenBytes, TokenHash } from "../../core/Token.ts"
 import { Tokens } from "../../core/Tokens.ts"
+import { sha256 } from "./Sha256.ts"
 
 // Tokens from the operating system's CSPRNG, stored as SHA-256: a leaked database holds no usable link.
 // A plain (unkeyed) hash is enough here because the input has 256 bits of entropy.
@@ -9,6 +10,6 @@ export const layer = Layer.succeed(
   Tokens,
   Tokens.of({
     issue: Effect.sync(() => Token.make(randomBytes(TokenBytes).toString("base64url"))),
-    hash: (token) => TokenHash.make(createHash("sha256").update(token).digest("hex"))
+    hash: (token) => TokenHash.make(sha256(token, "hex"))
   })
 )

@@ -156,8 +156,20 @@ export const make = (
       if (open !== undefined) scheduleCommit(open)
     }
 
-    const locked = <A>(f: () => A) => Effect.suspend(() => holders === 0 ? step(f) : withLock(step(f)))
-    const commitGroup = (group: Group) => Effect.orDie(locked(() => open === group && commitOpen()))
+    // Runs `f`, then `then` on its result. `f` runs at once when no @effect/sql transaction holds the semaphore
+    // (the common case, in two Effect steps), else under the semaphore.
+    const locked = <A, B, E>(f: () => A, then: (a: A) => Effect.Effect<B, E>): Effect.Effect<B, E | SqlError> =>
+      Effect.suspend(() => {
+        if (holders !== 0) return Effect.flatMap(withLock(step(f)), then)
+        let result: A
+        try {
+          result = f()
+        } catch (cause) {
+          return Effect.fail(fail(cause))
+        }
+        return then(result)
+      })
+    const commitGroup = (group: Group) => Effect.orDie(locked(() => open === group && commitOpen(), () => Effect.void))
 
     // The COMMIT waits for the event loop to read the sockets once more (setImmediate runs after the poll
     // phase), so that the requests which arrived meanwhile write into the same group. Yielding to Effect's
@@ -196,22 +208,19 @@ export const make = (
     }
     const directShape: SqliteDirectShape = {
       transaction: (work) =>
-        Effect.flatMap(
-          locked(() => {
-            const group = beginLogical()
-            let result
-            try {
-              result = work(direct)
-            } catch (cause) {
-              rollbackLogical()
-              throw cause
-            }
-            releaseLogical()
-            return [result, group] as const
-          }),
-          whenDurable
-        ),
-      read: (work) => Effect.flatMap(locked(() => [work(direct), open] as const), whenDurable)
+        locked(() => {
+          const group = beginLogical()
+          let result
+          try {
+            result = work(direct)
+          } catch (cause) {
+            rollbackLogical()
+            throw cause
+          }
+          releaseLogical()
+          return [result, group] as const
+        }, whenDurable),
+      read: (work) => locked(() => [work(direct), open] as const, whenDurable)
     }
 
     const connection = (afterStatement: Effect.Effect<void, SqlError>): Connection => {

@@ -72,15 +72,15 @@ export const transferStore = Layer.effect(
     const shared = yield* SqlTransferStore.make
     const direct = yield* SqliteDirect
     const transfer = (where: string, params: ReadonlyArray<unknown>) =>
-      direct.read((db) =>
-        db.get<SqlTransferStore.TransferRow>(
-          `SELECT ${SqlTransferStore.TransferColumns} FROM transfers WHERE ${where}`,
-          params
+      orDie(direct.read((db) =>
+        Option.map(
+          Option.fromNullable(db.get<SqlTransferStore.TransferRow>(
+            `SELECT ${SqlTransferStore.TransferColumns} FROM transfers WHERE ${where}`,
+            params
+          )),
+          SqlTransferStore.toTransfer
         )
-      ).pipe(
-        Effect.map((row) => Option.map(Option.fromNullable(row), SqlTransferStore.toTransfer)),
-        orDie
-      )
+      ))
     // The transfer's row, unless its reference is taken (then the shared store says by which transfer).
     const insert = (t: Transfer) => {
       const row = SqlTransferStore.transferRow(t, (ms) => ms)
@@ -89,10 +89,11 @@ export const transferStore = Layer.effect(
     return TransferStore.of({
       ...shared,
       clientByKeyHash: (keyHash) =>
-        direct.read((db) =>
-          db.get<{ id: ClientId; name: string }>(`SELECT id, name FROM api_clients WHERE key_hash = ?`, [keyHash])
-        )
-          .pipe(Effect.map(Option.fromNullable), orDie),
+        orDie(direct.read((db) =>
+          Option.fromNullable(
+            db.get<{ id: ClientId; name: string }>(`SELECT id, name FROM api_clients WHERE key_hash = ?`, [keyHash])
+          )
+        )),
       get: (client, id) => transfer("client_id = ? AND id = ?", [client, id]),
       byReference: (client, reference) => transfer("client_id = ? AND reference = ?", [client, reference]),
       reserve: (t) => Effect.flatMap(insert(t), (inserted) => inserted ? Effect.void : shared.reserve(t)),

@@ -1,10 +1,10 @@
 import { HttpServerResponse } from "@effect/platform"
 import { DateTime } from "effect"
-import { createHash } from "node:crypto"
+import { sha256 } from "../../adapters/crypto/Sha256.ts"
 
 // Conditional GETs (RFC 9110 13.1): a strong ETag from the representation's bytes, Last-Modified from the
 // data, 304 when If-None-Match matches or, without If-None-Match, when If-Modified-Since is not older.
-export const etagOf = (body: string) => `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`
+export const etagOf = (body: string) => `"${sha256(body, "base64url").slice(0, 27)}"`
 export const httpDate = (t: DateTime.Utc) => new Date(DateTime.toEpochMillis(t)).toUTCString()
 
 const matches = (ifNoneMatch: string, etag: string) =>
@@ -24,12 +24,16 @@ export const notModified = (
   return !Number.isNaN(since) && Math.floor(DateTime.toEpochMillis(lastModified) / 1000) * 1000 <= since
 }
 
+// Cache-Control: private, or public for maxAgeSeconds (60 by default) with Expires counted from `now`.
+export type CacheControl =
+  | { readonly public: false }
+  | { readonly public: true; readonly maxAgeSeconds?: number; readonly now: DateTime.Utc }
+
 export const cacheableJson = (
   headers: RequestHeaders,
   body: string,
   lastModified: DateTime.Utc,
-  cacheControl: { readonly public: boolean; readonly maxAgeSeconds?: number },
-  now: DateTime.Utc
+  cacheControl: CacheControl
 ) => {
   const etag = etagOf(body)
   const responseHeaders: Record<string, string> = {
@@ -38,7 +42,7 @@ export const cacheableJson = (
     "cache-control": cacheControl.public ? `public, max-age=${cacheControl.maxAgeSeconds ?? 60}` : "private"
   }
   if (cacheControl.public) {
-    responseHeaders.expires = httpDate(DateTime.add(now, { seconds: cacheControl.maxAgeSeconds ?? 60 }))
+    responseHeaders.expires = httpDate(DateTime.add(cacheControl.now, { seconds: cacheControl.maxAgeSeconds ?? 60 }))
   }
   return notModified(headers, etag, lastModified)
     ? HttpServerResponse.empty({ status: 304, headers: responseHeaders })

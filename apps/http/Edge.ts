@@ -9,7 +9,7 @@ import {
 } from "@effect/platform"
 import { Cause, Clock, Effect, FiberRef, Option } from "effect"
 import { globalValue } from "effect/GlobalValue"
-import { createHash } from "node:crypto"
+import { sha256 } from "../../adapters/crypto/Sha256.ts"
 import { SiteSettings } from "../../core/SiteSettings.ts"
 import { type ApiError, apiError, isApiError, statusOf } from "./ApiError.ts"
 import { makeRateLimiter, type RateLimit, type RateLimiter } from "./RateLimiter.ts"
@@ -109,7 +109,7 @@ export const limitKey = (
 ): [string, keyof Limiters] | undefined => {
   if (path === "/subscribe" && method === "POST") return [`ip:${remoteAddress ?? "unknown"}`, "subscribe"]
   if (path.startsWith("/merchant/") && authorization !== undefined) {
-    return [`key:${createHash("sha256").update(authorization).digest("base64url")}`, "merchant"]
+    return [`key:${sha256(authorization, "base64url")}`, "merchant"]
   }
   return undefined
 }
@@ -118,6 +118,8 @@ export const rateLimited = (wait: number) => apiError("rate_limited", `Too many 
 
 // How every answer leaves: errors as the documented body (a defect is logged and becomes internal_error; an
 // interrupted request, whose client went away, a 499 nobody reads), with the request id on every response.
+// The caller runs it with the request id in CurrentRequestId and in the log annotations (the edge with
+// Effect.locally, the hot path by starting its fiber with them).
 export const makeResponder = (baseUrl: string) => {
   const render = (e: ApiError, requestId: string, headers: Record<string, string> = {}) =>
     HttpServerResponse.unsafeJson(errorBody(baseUrl, e, requestId), { status: statusOf(e), headers })
@@ -135,7 +137,6 @@ export const makeResponder = (baseUrl: string) => {
           render(apiError("internal_error", "An internal error occurred."), requestId)
         )
       }),
-      Effect.annotateLogs("request_id", requestId),
       Effect.map((response) => HttpServerResponse.setHeader(response, RequestIdHeader, requestId))
     )
   return { render, respond }
@@ -190,10 +191,7 @@ export const edgeLayer = (options: EdgeOptions) =>
           apiError("unsupported_media_type", `Content-Type must be one of ${acceptedBodies.join(", ")}.`)
         )
       }
-      return app.pipe(
-        HttpIncomingMessage.withMaxBodySize(Option.some(options.maxBodyBytes)),
-        Effect.locally(CurrentRequestId, requestId)
-      )
+      return HttpIncomingMessage.withMaxBodySize(app, Option.some(options.maxBodyBytes))
     }
 
     // HEAD answers carry the Content-Length the GET would have, without the body.
@@ -209,7 +207,10 @@ export const edgeLayer = (options: EdgeOptions) =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const requestId = requestIdOf(request.headers[RequestIdHeader])
-        const response = yield* respond(requestId, route(app, request, requestId, yield* Clock.currentTimeMillis))
+        const response = yield* respond(requestId, route(app, request, requestId, yield* Clock.currentTimeMillis)).pipe(
+          Effect.locally(CurrentRequestId, requestId),
+          Effect.annotateLogs("request_id", requestId)
+        )
         return headLength(request, response)
       })
   }))

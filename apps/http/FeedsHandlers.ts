@@ -20,13 +20,13 @@ export const FeedsLive = HttpApiBuilder.group(Api, "feeds", (handlers) =>
   Effect.gen(function*() {
     const subscriptions = yield* Subscriptions
     const { baseUrl } = yield* SiteSettings
-    const publicCache = { public: true, maxAgeSeconds: 60 }
+    const publicCache = (now: DateTime.Utc) => ({ public: true, maxAgeSeconds: 60, now }) as const
     return handlers
       .handle("list", ({ request }) =>
         Effect.gen(function*() {
           const { feeds, lastModified } = yield* subscriptions.feeds
           const body = JSON.stringify({ feeds: feeds.map(renderFeed) })
-          return cacheableJson(request.headers, body, lastModified, publicCache, yield* DateTime.now)
+          return cacheableJson(request.headers, body, lastModified, publicCache(yield* DateTime.now))
         }))
       .handle("get", ({ path, request }) =>
         Effect.gen(function*() {
@@ -34,7 +34,7 @@ export const FeedsLive = HttpApiBuilder.group(Api, "feeds", (handlers) =>
             Effect.catchTag("FeedNotFound", () => Effect.fail(feedNotFound(path.name)))
           )
           const body = JSON.stringify({ feed: renderFeed(feed) })
-          return cacheableJson(request.headers, body, feed.updatedAt, publicCache, yield* DateTime.now)
+          return cacheableJson(request.headers, body, feed.updatedAt, publicCache(yield* DateTime.now))
         }))
       .handle("put", ({ path, payload }) =>
         Effect.map(subscriptions.putFeed(path.name, payload.title), ({ created, feed }) =>

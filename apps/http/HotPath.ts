@@ -1,5 +1,17 @@
 import { HttpApiError, HttpServerResponse, UrlParams } from "@effect/platform"
-import { Context, Effect, FiberRef, Layer, ParseResult, Redacted, Runtime, Schema } from "effect"
+import {
+  Context,
+  Effect,
+  FiberId,
+  FiberRef,
+  FiberRefs,
+  HashMap,
+  Layer,
+  ParseResult,
+  Redacted,
+  Runtime,
+  Schema
+} from "effect"
 import { Clients } from "../../core/Clients.ts"
 import { SiteSettings } from "../../core/SiteSettings.ts"
 import { Subscriptions } from "../../core/Subscriptions.ts"
@@ -55,8 +67,22 @@ export const hotPathLayer = (options: { readonly maxBodyBytes: number; readonly 
   Layer.effect(
     HotPath,
     Effect.gen(function*() {
+      // Each request's fiber starts with its request id in CurrentRequestId and in the log annotations, as the
+      // edge's Effect.locally would set them, without the few dozen steps of two acquire/use/release.
       const runtime = yield* Effect.runtime<never>()
-      const run = Runtime.runPromise(runtime)
+      const annotations = FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentLogAnnotations)
+      const run = <A>(requestId: string, effect: Effect.Effect<A>) =>
+        Runtime.runPromise(Runtime.make({
+          context: runtime.context,
+          runtimeFlags: runtime.runtimeFlags,
+          fiberRefs: FiberRefs.updateManyAs(runtime.fiberRefs, {
+            forkAs: FiberId.none,
+            entries: [
+              [CurrentRequestId, [[FiberId.none, requestId]]],
+              [FiberRef.currentLogAnnotations, [[FiberId.none, HashMap.set(annotations, "request_id", requestId)]]]
+            ]
+          })
+        }))(effect)
       const bearer = bearerClient(yield* Clients)
       const transfers = yield* TransferResponses
       const subscriptions = yield* Subscriptions
@@ -79,7 +105,7 @@ export const hotPathLayer = (options: { readonly maxBodyBytes: number; readonly 
 
       const answer = <E>(request: HotRequest, effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E>) => {
         const requestId = requestIdOf(request.headers[RequestIdHeader])
-        return run(respond(requestId, Effect.locally(effect, CurrentRequestId, requestId)))
+        return run(requestId, respond(requestId, effect))
       }
 
       const merchant = (request: HotRequest) => {

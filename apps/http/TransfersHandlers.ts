@@ -83,18 +83,16 @@ export class TransferResponses extends Effect.Service<TransferResponses>()("Tran
         Effect.onError(() => key === undefined ? Effect.void : store.releaseIdempotent(client, key))
       )
 
-    const get = (client: ClientId, rawId: string, headers: RequestHeaders) =>
-      Effect.gen(function*() {
-        const found = yield* Option.match(parseTransferId(rawId), {
-          onNone: () => Effect.succeedNone,
-          onSome: (id) => transfers.get(client, id)
-        })
-        if (Option.isNone(found)) {
-          return yield* Effect.fail(apiError("resource_missing", `No transfer has id ${rawId}.`, { param: "id" }))
-        }
+    const get = (client: ClientId, rawId: string, headers: RequestHeaders) => {
+      const missing = () => Effect.fail(apiError("resource_missing", `No transfer has id ${rawId}.`, { param: "id" }))
+      const id = parseTransferId(rawId)
+      if (Option.isNone(id)) return missing()
+      return Effect.flatMap(transfers.get(client, id.value), (found) => {
+        if (Option.isNone(found)) return missing()
         const body = JSON.stringify({ payment_transfer: renderTransfer(found.value) })
-        return cacheableJson(headers, body, found.value.createdAt, { public: false }, yield* DateTime.now)
+        return Effect.succeed(cacheableJson(headers, body, found.value.createdAt, { public: false }))
       })
+    }
 
     return { submit, respond, get } as const
   })
