@@ -2,7 +2,7 @@ import { HttpApiError, HttpServerResponse, UrlParams } from "@effect/platform"
 import {
   Context,
   Effect,
-  FiberId,
+  type Fiber,
   FiberRef,
   FiberRefs,
   HashMap,
@@ -51,7 +51,11 @@ export interface HotRequest {
   readonly text: () => Promise<string>
 }
 
-export type HotPathHandler = (request: HotRequest) => Promise<HttpServerResponse.HttpServerResponse> | undefined
+// The fiber answering a request it takes (already done when nothing had to wait: observe it with addObserver,
+// which then calls back at once), or undefined when it leaves the request to the HttpApi.
+export type HotPathHandler = (
+  request: HotRequest
+) => Fiber.RuntimeFiber<HttpServerResponse.HttpServerResponse> | undefined
 export class HotPath extends Context.Tag("HotPath")<HotPath, HotPathHandler>() {}
 
 const TransfersPath = "/merchant/transfers/payment"
@@ -71,18 +75,18 @@ export const hotPathLayer = (options: { readonly maxBodyBytes: number; readonly 
       // edge's Effect.locally would set them, without the few dozen steps of two acquire/use/release.
       const runtime = yield* Effect.runtime<never>()
       const annotations = FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentLogAnnotations)
+      const fork = Runtime.runFork(runtime)
       const run = <A>(requestId: string, effect: Effect.Effect<A>) =>
-        Runtime.runPromise(Runtime.make({
-          context: runtime.context,
-          runtimeFlags: runtime.runtimeFlags,
-          fiberRefs: FiberRefs.updateManyAs(runtime.fiberRefs, {
-            forkAs: FiberId.none,
-            entries: [
-              [CurrentRequestId, [[FiberId.none, requestId]]],
-              [FiberRef.currentLogAnnotations, [[FiberId.none, HashMap.set(annotations, "request_id", requestId)]]]
-            ]
-          })
-        }))(effect)
+        fork(effect, {
+          updateRefs: (refs, fiberId) =>
+            FiberRefs.updateManyAs(refs, {
+              forkAs: fiberId,
+              entries: [
+                [CurrentRequestId, [[fiberId, requestId]]],
+                [FiberRef.currentLogAnnotations, [[fiberId, HashMap.set(annotations, "request_id", requestId)]]]
+              ]
+            })
+        })
       const bearer = bearerClient(yield* Clients)
       const transfers = yield* TransferResponses
       const subscriptions = yield* Subscriptions

@@ -1,6 +1,6 @@
 import { HttpApiBuilder, HttpServer } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Cause, Effect, Exit, Layer } from "effect"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { openBetterSqlite3 } from "../../adapters/sqlite/BetterSqlite3.ts"
 import { appLayer, serverOptions } from "../AppLayer.ts"
@@ -48,10 +48,13 @@ const withHotPath = (server: Server, hot: HotPathHandler) => {
       text: () => readText(request)
     })
     if (answer === undefined) return false
-    answer.then((r) => {
-      response.writeHead(r.status, r.headers)
-      response.end(r.body._tag === "Uint8Array" ? r.body.body : undefined)
-    }, (error) => response.destroy(error))
+    answer.addObserver(Exit.match({
+      onSuccess: (r) => {
+        response.writeHead(r.status, r.headers)
+        response.end(r.body._tag === "Uint8Array" ? r.body.body : undefined)
+      },
+      onFailure: (cause) => response.destroy(Cause.squash(cause) as Error)
+    }))
     return true
   }
   const emit = server.emit.bind(server)
