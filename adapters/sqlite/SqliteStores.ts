@@ -32,23 +32,23 @@ export const subscriptionStore = Layer.effect(
     const shared = yield* SqlSubscriptionStore.make
     const direct = yield* SqliteDirect
     const fresh = decideSubscribe(undefined, 0)
+    // Statement texts are made once: each is also the key of its prepared statement, hashed on every lookup.
+    const feedByName = `SELECT ${SqlSubscriptionStore.FeedColumns} FROM feeds WHERE name = ? AND deleted_at IS NULL`
+    const insertSubscription = `INSERT INTO subscriptions (email, email_key, name, feed, status, created_at, updated_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (email_key, feed) DO NOTHING
+      RETURNING ${SqlSubscriptionStore.SubscriptionColumns}`
     return SubscriptionStore.of({
       ...shared,
       findFeed: (name) =>
-        direct.read((db) =>
-          db.get(`SELECT ${SqlSubscriptionStore.FeedColumns} FROM feeds WHERE name = ? AND deleted_at IS NULL`, [name])
-        ).pipe(
-          Effect.map((row) => Option.map(Option.fromNullable(row), SqlSubscriptionStore.feedOf)),
-          orDie
+        orDie(
+          direct.read((db) => Option.map(Option.fromNullable(db.get(feedByName, [name])), SqlSubscriptionStore.feedOf))
         ),
       // A new address: the subscription and its confirmation mail, written together.
       subscribe: (request) => {
         const now = millis(request.now)
         return direct.transaction((db) => {
           const row = db.get(
-            `INSERT INTO subscriptions (email, email_key, name, feed, status, created_at, updated_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (email_key, feed) DO NOTHING
-             RETURNING ${SqlSubscriptionStore.SubscriptionColumns}`,
+            insertSubscription,
             [request.email, normalizeEmail(request.email), request.name, request.feed, fresh.status, now, now]
           )
           if (row === undefined) return undefined
@@ -71,16 +71,20 @@ export const transferStore = Layer.effect(
   Effect.gen(function*() {
     const shared = yield* SqlTransferStore.make
     const direct = yield* SqliteDirect
-    const transfer = (where: string, params: ReadonlyArray<unknown>) =>
-      orDie(direct.read((db) =>
-        Option.map(
-          Option.fromNullable(db.get<SqlTransferStore.TransferRow>(
-            `SELECT ${SqlTransferStore.TransferColumns} FROM transfers WHERE ${where}`,
-            params
-          )),
-          SqlTransferStore.toTransfer
+    const transfer = (where: string) => {
+      const sql = `SELECT ${SqlTransferStore.TransferColumns} FROM transfers WHERE ${where}`
+      return (params: ReadonlyArray<unknown>) =>
+        orDie(
+          direct.read((db) =>
+            Option.map(
+              Option.fromNullable(db.get<SqlTransferStore.TransferRow>(sql, params)),
+              SqlTransferStore.toTransfer
+            )
+          )
         )
-      ))
+    }
+    const byId = transfer("client_id = ? AND id = ?")
+    const byReference = transfer("client_id = ? AND reference = ?")
     // The transfer's row, unless its reference is taken (then the shared store says by which transfer).
     const insert = (t: Transfer) => {
       const row = SqlTransferStore.transferRow(t, (ms) => ms)
@@ -94,8 +98,8 @@ export const transferStore = Layer.effect(
             db.get<{ id: ClientId; name: string }>(`SELECT id, name FROM api_clients WHERE key_hash = ?`, [keyHash])
           )
         )),
-      get: (client, id) => transfer("client_id = ? AND id = ?", [client, id]),
-      byReference: (client, reference) => transfer("client_id = ? AND reference = ?", [client, reference]),
+      get: (client, id) => byId([client, id]),
+      byReference: (client, reference) => byReference([client, reference]),
       reserve: (t) => Effect.flatMap(insert(t), (inserted) => inserted ? Effect.void : shared.reserve(t)),
       record: (t, completion) =>
         completion !== undefined

@@ -7,8 +7,10 @@ import { sha256 } from "../../adapters/crypto/Sha256.ts"
 export const etagOf = (body: string) => `"${sha256(body, "base64url").slice(0, 27)}"`
 export const httpDate = (t: DateTime.Utc) => new Date(DateTime.toEpochMillis(t)).toUTCString()
 
+// A client that revalidates sends back the one ETag it was given: that case is answered without parsing.
 const matches = (ifNoneMatch: string, etag: string) =>
-  ifNoneMatch.trim() === "*" || ifNoneMatch.split(",").some((t) => t.trim().replace(/^W\//, "") === etag)
+  ifNoneMatch === etag || ifNoneMatch.trim() === "*" ||
+  ifNoneMatch.split(",").some((t) => t.trim().replace(/^W\//, "") === etag)
 
 // The request's header fields, by lower-case name.
 export type RequestHeaders = { readonly [name: string]: string | undefined }

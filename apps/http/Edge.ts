@@ -118,8 +118,6 @@ export const rateLimited = (wait: number) => apiError("rate_limited", `Too many 
 
 // How every answer leaves: errors as the documented body (a defect is logged and becomes internal_error; an
 // interrupted request, whose client went away, a 499 nobody reads), with the request id on every response.
-// The caller runs it with the request id in CurrentRequestId and in the log annotations (the edge with
-// Effect.locally, the hot path by starting its fiber with them).
 export const makeResponder = (baseUrl: string) => {
   const render = (e: ApiError, requestId: string, headers: Record<string, string> = {}) =>
     HttpServerResponse.unsafeJson(errorBody(baseUrl, e, requestId), { status: statusOf(e), headers })
@@ -133,7 +131,7 @@ export const makeResponder = (baseUrl: string) => {
         if (known !== undefined) return Effect.succeed(render(known, requestId))
         if (Cause.isInterruptedOnly(cause)) return Effect.succeed(HttpServerResponse.empty({ status: 499 }))
         return Effect.as(
-          Effect.logError("request failed", cause),
+          Effect.annotateLogs(Effect.logError("request failed", cause), "request_id", requestId),
           render(apiError("internal_error", "An internal error occurred."), requestId)
         )
       }),

@@ -1,24 +1,11 @@
 import { HttpApiError, HttpServerResponse, UrlParams } from "@effect/platform"
-import {
-  Context,
-  Effect,
-  type Fiber,
-  FiberRef,
-  FiberRefs,
-  HashMap,
-  Layer,
-  ParseResult,
-  Redacted,
-  Runtime,
-  Schema
-} from "effect"
+import { Context, Effect, type Fiber, Layer, ParseResult, Redacted, Runtime, Schema } from "effect"
 import { Clients } from "../../core/Clients.ts"
 import { SiteSettings } from "../../core/SiteSettings.ts"
 import { Subscriptions } from "../../core/Subscriptions.ts"
 import type { RequestHeaders } from "./Caching.ts"
 import {
   acceptedBodies,
-  CurrentRequestId,
   hasBody,
   type Limiters,
   limitKey,
@@ -71,22 +58,9 @@ export const hotPathLayer = (options: { readonly maxBodyBytes: number; readonly 
   Layer.effect(
     HotPath,
     Effect.gen(function*() {
-      // Each request's fiber starts with its request id in CurrentRequestId and in the log annotations, as the
-      // edge's Effect.locally would set them, without the few dozen steps of two acquire/use/release.
-      const runtime = yield* Effect.runtime<never>()
-      const annotations = FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentLogAnnotations)
-      const fork = Runtime.runFork(runtime)
-      const run = <A>(requestId: string, effect: Effect.Effect<A>) =>
-        fork(effect, {
-          updateRefs: (refs, fiberId) =>
-            FiberRefs.updateManyAs(refs, {
-              forkAs: fiberId,
-              entries: [
-                [CurrentRequestId, [[fiberId, requestId]]],
-                [FiberRef.currentLogAnnotations, [[fiberId, HashMap.set(annotations, "request_id", requestId)]]]
-              ]
-            })
-        })
+      // Nothing on this path reads CurrentRequestId or logs but the responder, which names the request id
+      // itself: the fiber needs no FiberRefs of its own.
+      const run = Runtime.runFork(yield* Effect.runtime<never>())
       const bearer = bearerClient(yield* Clients)
       const transfers = yield* TransferResponses
       const subscriptions = yield* Subscriptions
@@ -107,9 +81,12 @@ export const hotPathLayer = (options: { readonly maxBodyBytes: number; readonly 
         return options.limiters[key[1]](key[0], Date.now()) === 0
       }
 
-      const answer = <E>(request: HotRequest, effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E>) => {
+      const answer = <E>(
+        request: HotRequest,
+        effect: (requestId: string) => Effect.Effect<HttpServerResponse.HttpServerResponse, E>
+      ) => {
         const requestId = requestIdOf(request.headers[RequestIdHeader])
-        return run(requestId, respond(requestId, effect))
+        return run(respond(requestId, effect(requestId)))
       }
 
       const merchant = (request: HotRequest) => {
@@ -127,14 +104,12 @@ export const hotPathLayer = (options: { readonly maxBodyBytes: number; readonly 
             client === undefined || headers["idempotency-key"] !== undefined ||
             mediaType(headers) !== "application/json" || !plainBody(headers) || !admitted(request, url)
           ) return undefined
-          return answer(
-            request,
+          return answer(request, (requestId) =>
             Effect.gen(function*() {
               const { id } = yield* client
               const payload = yield* body(request).pipe(Effect.flatMap(json), Effect.flatMap(decodeTransfer))
-              return yield* transfers.submit(id, payload.payment_transfer, yield* FiberRef.get(CurrentRequestId))
-            }).pipe(refailParseError)
-          )
+              return yield* transfers.submit(id, payload.payment_transfer, requestId)
+            }).pipe(refailParseError))
         }
         if (method === "GET") {
           // A GET with a body meets the edge's body checks (415, 413) first: left to the HttpApi.
@@ -142,7 +117,7 @@ export const hotPathLayer = (options: { readonly maxBodyBytes: number; readonly 
           const id = transferIdPath.exec(url)?.[1]
           const client = id === undefined ? undefined : merchant(request)
           if (client === undefined || !admitted(request, url)) return undefined
-          return answer(request, Effect.flatMap(client, (c) => transfers.get(c.id, id!, headers)))
+          return answer(request, () => Effect.flatMap(client, (c) => transfers.get(c.id, id!, headers)))
         }
         if (method === "POST" && url === "/subscribe") {
           const type = mediaType(headers)
@@ -150,8 +125,7 @@ export const hotPathLayer = (options: { readonly maxBodyBytes: number; readonly 
           // The HttpApi picks the parser by substring of the whole header (@effect/platform's requestPayload):
           // so does this, for the same answer to e.g. a form type with "application/json" in a parameter.
           const form = !(headers["content-type"] ?? "").toLowerCase().includes("application/json")
-          return answer(
-            request,
+          return answer(request, () =>
             body(request).pipe(
               Effect.flatMap((text) =>
                 form
@@ -163,8 +137,7 @@ export const hotPathLayer = (options: { readonly maxBodyBytes: number; readonly 
               Effect.flatMap(encodeSubscribed),
               Effect.map((encoded) => HttpServerResponse.unsafeJson(encoded)),
               refailParseError
-            )
-          )
+            ))
         }
         return undefined
       }
