@@ -35,7 +35,7 @@ const canonical = (value: unknown): string =>
     ? `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as any)[k])}`).join(",")}}`
     : JSON.stringify(value)
 
-const parseTransferId = Schema.decodeUnknownOption(TransferId)
+const isTransferId = Schema.is(TransferId)
 
 // The answers to creating and reading a transfer, shared by the HttpApi handlers below and the hot path
 // (apps/http/HotPath.ts), so that both give the same bytes.
@@ -85,9 +85,8 @@ export class TransferResponses extends Effect.Service<TransferResponses>()("Tran
 
     const get = (client: ClientId, rawId: string, headers: RequestHeaders) => {
       const missing = () => Effect.fail(apiError("resource_missing", `No transfer has id ${rawId}.`, { param: "id" }))
-      const id = parseTransferId(rawId)
-      if (Option.isNone(id)) return missing()
-      return Effect.flatMap(transfers.get(client, id.value), (found) => {
+      if (!isTransferId(rawId)) return missing()
+      return Effect.flatMap(transfers.get(client, rawId), (found) => {
         if (Option.isNone(found)) return missing()
         const body = JSON.stringify({ payment_transfer: renderTransfer(found.value) })
         return Effect.succeed(cacheableJson(headers, body, found.value.createdAt, { public: false }))
