@@ -1,12 +1,16 @@
-import { HttpApiBuilder, HttpServer } from "@effect/platform"
-import { Effect, Layer } from "effect"
+import { HttpApiBuilder, HttpServer, HttpServerResponse } from "@effect/platform"
+import { Cause, Effect, Exit, Layer, ManagedRuntime } from "effect"
 import { openNodeSqlite } from "../../adapters/sqlite/NodeSqlite.ts"
 import { appLayer, serverOptions } from "../AppLayer.ts"
+import { HotPath } from "../http/HotPath.ts"
 
-// The same ApiLive as the Node app, served by Deno.serve through a web handler.
-const { dispose, handler } = HttpApiBuilder.toWebHandler(
-  Layer.mergeAll(appLayer(openNodeSqlite), HttpServer.layerContext)
-)
+// The same ApiLive as the Node app, served by Deno.serve through a web handler. The hot path
+// (apps/http/HotPath.ts) is read from the same app: one memo map, so the web handler and the runtime below
+// share one database, one outbox worker and one set of rate limiters.
+const app = appLayer(openNodeSqlite)
+const memoMap = Effect.runSync(Layer.makeMemoMap)
+const { dispose, handler } = HttpApiBuilder.toWebHandler(Layer.mergeAll(app, HttpServer.layerContext), { memoMap })
+const runtime = ManagedRuntime.make(app, memoMap)
 const { maxBodyBytes, port } = await Effect.runPromise(serverOptions)
 
 // A body without Content-Length is counted as it streams in and cut off past MAX_BODY_BYTES; the edge turns
@@ -26,19 +30,41 @@ const limitBody = (request: Request): Request => {
   return new Request(request, { body: counted, duplex: "half" } as RequestInit)
 }
 
-// The web handler builds its layers on the first request; one made here starts the database, the
-// migrations and the outbox worker before the port opens, as the Node app does.
+// Building the app here starts the database, the migrations and the outbox worker before the port opens, as
+// the Node app does; the web handler's first request then finds them in the memo map.
+const hot = await runtime.runPromise(HotPath)
 await handler(new Request(`http://localhost:${port}/healthz`))
+
+// The requests the hot path takes are answered from its fiber, the others by the web handler. The remote
+// address stays unknown on both, so that both draw from the same rate-limit buckets.
+const serve = (request: Request): Promise<Response> => {
+  const url = new URL(request.url)
+  const fiber = hot({
+    method: request.method,
+    url: `${url.pathname}${url.search}`,
+    headers: Object.fromEntries(request.headers),
+    remoteAddress: undefined,
+    text: () => request.text()
+  })
+  if (fiber === undefined) return handler(limitBody(request))
+  return new Promise((resolve, reject) =>
+    fiber.addObserver(Exit.match({
+      onSuccess: (response) => resolve(HttpServerResponse.toWeb(response)),
+      onFailure: (cause) => reject(Cause.squash(cause))
+    }))
+  )
+}
 
 const server = Deno.serve({
   port,
   hostname: "0.0.0.0",
   onListen: ({ port }) => console.log(`Listening on http://0.0.0.0:${port}`)
-}, (request) => handler(limitBody(request)))
+}, serve)
 
 const shutdown = async () => {
   await server.shutdown()
   await dispose()
+  await runtime.dispose()
   Deno.exit(0)
 }
 Deno.addSignalListener("SIGTERM", shutdown)
