@@ -3,11 +3,12 @@ import { Clients } from "../../core/Clients.ts"
 import { apiError } from "./ApiError.ts"
 import { JsonOnly, jsonOnly, MerchantAuth } from "./MerchantAuth.ts"
 
-// The client a Bearer key belongs to, or 401. The HttpApi's MerchantAuth and the hot path both use it.
 const known = <A>(client: Option.Option<A>) =>
   Option.isSome(client)
     ? Effect.succeed(client.value)
     : Effect.fail(apiError("api_key_invalid", "Send a valid API key as `Authorization: Bearer sk_...`."))
+
+// The client a Bearer key belongs to, or 401. The HttpApi's MerchantAuth and the hot path both use it.
 export const bearerClient = (clients: Clients) => (key: Redacted.Redacted<string>) =>
   Effect.flatMap(clients.authenticate(key), known)
 
