@@ -10,6 +10,7 @@ import { createServer } from "node:net"
 import os from "node:os"
 import { join, resolve } from "node:path"
 import pg from "pg"
+import { denoStartCommand, nodeStartCommand } from "../../scripts/start-commands.mjs"
 
 // autocannon's client, when the server closes a keep-alive connection, reconnects and sends a new request
 // without dropping the one it had just written into the dying socket: that stale entry stays at the head of
@@ -271,16 +272,11 @@ export const startSmtpSink = () =>
 // ---- targets
 
 // The Node app as `npm start` runs it: `node [flags] dist/node/main.mjs` once `npm run build` (scripts/build.mjs)
-// has made the bundle. The flags (the heap setting) and the file are read from package.json's start script, so
-// the benchmark measures what users start. Plain node, one process: node flags such as --cpu-prof apply to the
-// app itself. Built once per harness process, before the first start (run.mjs and profile.mjs call buildApp()
-// up front, so no start-up time includes the build).
-export const appStartCommand = () => {
-  const start = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts.start
-  const match = /(?:^|&&)\s*node((?:\s+--\S+)*)\s+(\S+\.mjs)\s*$/.exec(start)
-  if (match === null) throw new Error(`package.json's start script is not "... && node [--flags] FILE.mjs": ${start}`)
-  return { flags: match[1].trim().split(/\s+/).filter(Boolean), entry: match[2] }
-}
+// has made the bundle; the Deno app as `npm run start:deno` runs it. The command lines are read from
+// package.json's scripts (scripts/start-commands.mjs), so the benchmark measures what users start, with the same
+// flags (the heap settings). Each is the app's own process: node flags such as --cpu-prof apply to the app
+// itself. The bundle is built once per harness process, before the first start (run.mjs and profile.mjs call
+// buildApp() up front, so no start-up time includes the build).
 let built = false
 export const buildApp = () => {
   if (built) return
@@ -288,7 +284,7 @@ export const buildApp = () => {
   built = true
 }
 const nodeService = (extraNodeArgs = []) => {
-  const { entry, flags } = appStartCommand()
+  const { entry, flags } = nodeStartCommand()
   return [process.execPath, ...flags, ...extraNodeArgs, entry]
 }
 
@@ -310,7 +306,7 @@ export const targetDefinitions = {
   deno: {
     label: "service (deno, sqlite)",
     short: "deno",
-    command: () => [join(root, "node_modules/deno/deno"), "run", "-A", "apps/deno/main.ts"],
+    command: denoStartCommand,
     database: "sqlite",
     app: true
   },

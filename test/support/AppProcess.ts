@@ -1,10 +1,11 @@
 import Database from "better-sqlite3"
 import { type ChildProcess, spawn } from "node:child_process"
-import { existsSync, mkdtempSync, readFileSync } from "node:fs"
+import { existsSync, mkdtempSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { afterAll } from "vitest"
+import { denoStartCommand, nodeStartCommand } from "../../scripts/start-commands.mjs"
 import { createTestDatabase, dropDatabaseSync, queryPostgresSync, type TestDatabase } from "./Postgres.ts"
 
 // Starts the service as a real process on a real socket, the way a user starts it. APP_RUNTIME picks the
@@ -12,33 +13,17 @@ import { createTestDatabase, dropDatabaseSync, queryPostgresSync, type TestDatab
 // a PostgreSQL database of its own instead of a SQLite file in its data directory.
 const root = resolve(import.meta.dirname, "../..")
 // The Node app and the CLI as `npm start` and `npm run cli` run them: plain node on the bundles that
-// scripts/build.mjs makes (vitest's globalSetup, test/support/globalSetup.ts, builds them once per run). The
-// app's node flags (the heap setting) and file are read from package.json's start script, `node scripts/build.mjs
-// && node [--flags] dist/node/main.mjs`. The app itself, not a launcher (`npm start`, or tsx's own binary, runs
-// the app in a child process): a SIGKILL (kill9) must end the app, not leave it running behind a killed parent.
-const startScript: string = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts.start
-const startMatch = /(?:^|&&)\s*node((?:\s+--\S+)*)\s+(\S+\.mjs)\s*$/.exec(startScript)
-if (startMatch === null) throw new Error(`package.json's start script is not "... && node [--flags] FILE.mjs"`)
-export const nodeAppBundle = join(root, startMatch[2]!)
-export const nodeAppCommand: ReadonlyArray<string> = [
-  process.execPath,
-  ...startMatch[1]!.trim().split(/\s+/).filter(Boolean),
-  nodeAppBundle
-]
+// scripts/build.mjs makes (vitest's globalSetup, test/support/globalSetup.ts, builds them once per run); the Deno
+// app as `npm run start:deno` runs it. The command lines come from package.json (scripts/start-commands.mjs), and
+// each is the app itself, not a launcher: a SIGKILL (kill9) must end the app, not leave it running behind a
+// killed parent.
+const nodeStart = nodeStartCommand()
+export const nodeAppBundle = nodeStart.entry
+export const nodeAppCommand: ReadonlyArray<string> = [process.execPath, ...nodeStart.flags, nodeAppBundle]
 export const cliBundle = join(root, "dist/cli/main.mjs")
-const commands: Record<string, ReadonlyArray<string>> = {
-  node: nodeAppCommand,
-  // The permissions `npm run start:deno` grants.
-  deno: [
-    join(root, "node_modules/.bin/deno"),
-    "run",
-    "--allow-net",
-    "--allow-env",
-    "--allow-read",
-    "--allow-write",
-    "--allow-sys",
-    join(root, "apps/deno/main.ts")
-  ]
+const commands: Record<string, () => ReadonlyArray<string>> = {
+  node: () => nodeAppCommand,
+  deno: denoStartCommand
 }
 
 export const freePort = (): Promise<number> =>
@@ -146,7 +131,7 @@ export class AppProcess {
 
   async start(): Promise<void> {
     const runtime = process.env.APP_RUNTIME ?? "node"
-    const [command, ...args] = commands[runtime] ?? []
+    const [command, ...args] = commands[runtime]?.() ?? []
     if (command === undefined) throw new Error(`APP_RUNTIME=${runtime}: no such app`)
     if (runtime === "node" && !existsSync(nodeAppBundle)) {
       throw new Error(`${nodeAppBundle} is missing: run \`npm run build\` (vitest's globalSetup does)`)
@@ -176,6 +161,13 @@ export class AppProcess {
     const exited = new Promise((r) => child.once("exit", r))
     child.kill(signal)
     await exited
+    // The process we started is the app itself, not a launcher that leaves it running (see the commands
+    // above): once it has exited, nothing answers on its port any more.
+    const answered = await fetch(`${this.baseUrl}/healthz`, { signal: AbortSignal.timeout(2_000) }).then(
+      () => true,
+      () => false
+    )
+    if (answered) throw new Error(`the app still answers on ${this.baseUrl} after its process got ${signal}`)
   }
 
   stop(): Promise<void> {
