@@ -9,10 +9,10 @@
 //   --scenarios=a,b         a subset of approved,declined,notModified,subscribe
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import os from "node:os"
-import { join } from "node:path"
+import { join, relative } from "node:path"
+import { denoStartCommand, nodeStartCommand } from "../scripts/start-commands.mjs"
 import { compareConformance, runConformance } from "./lib/conformance.mjs"
 import {
-  appStartCommand,
   buildApp,
   createDatabase,
   dropAllDatabases,
@@ -126,8 +126,15 @@ const results = {
     "rps counts only responses with the expected status; latency percentiles cover every response.",
     "peakRssMb: VmHWM of the server process, reset at the start of each measured scenario (clear_refs).",
     `The Node app (service, service-pg) runs as npm start runs it: node ${
-      [...appStartCommand().flags, appStartCommand().entry].join(" ")
-    } (the esbuild bundle scripts/build.mjs makes at the start of the run).`
+      [...nodeStartCommand().flags, relative(root, nodeStartCommand().entry)].join(" ")
+    } (the esbuild bundle scripts/build.mjs makes at the start of the run).`,
+    ...(options.deno
+      ? [
+        `The Deno app runs as npm run start:deno runs it: ${
+          denoStartCommand().map((a) => a.startsWith(root) ? relative(root, a) : a).join(" ")
+        }.`
+      ]
+      : [])
   ],
   targets: Object.fromEntries(targetNames.map((t) => [t, targetDefinitions[t].label])),
   scenarios: Object.fromEntries(options.scenarios.map((s) => [s, scenarios[s].title])),

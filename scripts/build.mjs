@@ -1,11 +1,15 @@
-// `npm run build`: bundles the Node app and the CLI, with everything they import from node_modules, into one
-// ES module each, which `npm start` and `npm run cli` run with plain `node`:
+// `npm run build`: bundles the Node app, the CLI and the Deno app, with everything they import from
+// node_modules, into one ES module each, which `npm start` and `npm run cli` run with plain `node` and
+// `npm run start:deno` with `deno run`:
 //
 //   dist/node/main.mjs (+ .map)   apps/node/main.ts
 //   dist/cli/main.mjs  (+ .map)   apps/cli/main.ts
+//   dist/deno/main.mjs (+ .map)   apps/deno/main.ts
 //
 // Why: under tsx the app idles at ~260-280 MB RSS (the TypeScript loader and every module it transpiled stay
-// in memory); the bundle idles at ~110 MB. The source maps are separate files, linked from the bundles: node
+// in memory); the bundle idles at ~110 MB. Deno on the sources idles at ~160 MB and peaked at 300-390 MB
+// under the benchmark's load; on the bundle it idles at ~100 MB. Deno runs the Node-platform bundle as it is:
+// it has the node: modules and createRequire (the Deno app imports no native addon). The source maps are separate files, linked from the bundles: node
 // reads them only with --enable-source-maps, and bench/cpuprofile-summary.mjs maps profiles through them.
 //
 // Each file is written to a temporary name and renamed, so a process starting from dist/ while another build
@@ -27,7 +31,7 @@ const external = ["better-sqlite3", "pg-native"]
 const started = performance.now()
 const result = await build({
   absWorkingDir: root,
-  entryPoints: { "node/main": "apps/node/main.ts", "cli/main": "apps/cli/main.ts" },
+  entryPoints: { "node/main": "apps/node/main.ts", "cli/main": "apps/cli/main.ts", "deno/main": "apps/deno/main.ts" },
   outdir: "dist",
   outExtension: { ".js": ".mjs" },
   bundle: true,

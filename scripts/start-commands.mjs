@@ -18,14 +18,16 @@ export const nodeStartCommand = () => {
   return { flags: match[1].trim().split(/\s+/).filter(Boolean), entry: join(root, match[2]) }
 }
 
-// `deno run [--flags] apps/deno/main.ts`, with Deno's own binary for `deno`. node_modules/.bin/deno points at
-// it once the deno package's install script has run (package.json's allowScripts); without that script (npm
-// --ignore-scripts) .bin/deno is a node shim that copies the binary to node_modules/deno/deno on its first run,
-// which is done here.
+// `node scripts/build.mjs && deno run [--flags] dist/deno/main.mjs`: Deno on the bundle scripts/build.mjs makes,
+// with Deno's own binary for `deno`. node_modules/.bin/deno points at it once the deno package's install script
+// has run (package.json's allowScripts); without that script (npm --ignore-scripts) .bin/deno is a node shim
+// that copies the binary to node_modules/deno/deno on its first run, which is done here.
 export const denoStartCommand = () => {
   const start = scripts()["start:deno"]
-  const match = /^deno\s+(run(?:\s+--\S+)*)\s+(\S+\.ts)$/.exec(start)
-  if (match === null) throw new Error(`package.json's start:deno script is not "deno run [--flags] FILE.ts": ${start}`)
+  const match = /(?:^|&&)\s*deno\s+(run(?:\s+--\S+)*)\s+(\S+\.mjs)\s*$/.exec(start)
+  if (match === null) {
+    throw new Error(`package.json's start:deno script is not "... && deno run [--flags] FILE.mjs": ${start}`)
+  }
   const binary = join(root, "node_modules/deno/deno")
   if (!existsSync(binary)) execFileSync(process.execPath, [join(root, "node_modules/deno/bin.cjs"), "--version"])
   return [binary, ...match[1].split(/\s+/), join(root, match[2])]

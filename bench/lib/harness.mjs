@@ -272,7 +272,7 @@ export const startSmtpSink = () =>
 // ---- targets
 
 // The Node app as `npm start` runs it: `node [flags] dist/node/main.mjs` once `npm run build` (scripts/build.mjs)
-// has made the bundle; the Deno app as `npm run start:deno` runs it. The command lines are read from
+// has made the bundle; the Deno app as `npm run start:deno` runs it, `deno run [flags] dist/deno/main.mjs`. The command lines are read from
 // package.json's scripts (scripts/start-commands.mjs), so the benchmark measures what users start, with the same
 // flags (the heap settings). Each is the app's own process: node flags such as --cpu-prof apply to the app
 // itself. The bundle is built once per harness process, before the first start (run.mjs and profile.mjs call
@@ -307,6 +307,7 @@ export const targetDefinitions = {
     label: "service (deno, sqlite)",
     short: "deno",
     command: denoStartCommand,
+    bundle: true,
     database: "sqlite",
     app: true
   },

@@ -12,13 +12,13 @@ import { createTestDatabase, dropDatabaseSync, queryPostgresSync, type TestDatab
 // app under test, so the same black-box suites run against every runtime; TEST_DATABASE=postgres runs it on
 // a PostgreSQL database of its own instead of a SQLite file in its data directory.
 const root = resolve(import.meta.dirname, "../..")
-// The Node app and the CLI as `npm start` and `npm run cli` run them: plain node on the bundles that
-// scripts/build.mjs makes (vitest's globalSetup, test/support/globalSetup.ts, builds them once per run); the Deno
-// app as `npm run start:deno` runs it. The command lines come from package.json (scripts/start-commands.mjs), and
+// The apps and the CLI as `npm start`, `npm run start:deno` and `npm run cli` run them: plain node, or deno, on
+// the bundles that scripts/build.mjs makes (vitest's globalSetup, test/support/globalSetup.ts, builds them once
+// per run). The command lines come from package.json (scripts/start-commands.mjs), and
 // each is the app itself, not a launcher: a SIGKILL (kill9) must end the app, not leave it running behind a
 // killed parent.
 const nodeStart = nodeStartCommand()
-export const nodeAppBundle = nodeStart.entry
+const nodeAppBundle = nodeStart.entry
 export const nodeAppCommand: ReadonlyArray<string> = [process.execPath, ...nodeStart.flags, nodeAppBundle]
 export const cliBundle = join(root, "dist/cli/main.mjs")
 const commands: Record<string, () => ReadonlyArray<string>> = {
@@ -133,9 +133,8 @@ export class AppProcess {
     const runtime = process.env.APP_RUNTIME ?? "node"
     const [command, ...args] = commands[runtime]?.() ?? []
     if (command === undefined) throw new Error(`APP_RUNTIME=${runtime}: no such app`)
-    if (runtime === "node" && !existsSync(nodeAppBundle)) {
-      throw new Error(`${nodeAppBundle} is missing: run \`npm run build\` (vitest's globalSetup does)`)
-    }
+    const bundle = args.at(-1)!
+    if (!existsSync(bundle)) throw new Error(`${bundle} is missing: run \`npm run build\` (vitest's globalSetup does)`)
     const child = spawn(command, args, { cwd: root, env: { ...process.env, ...this.env }, stdio: "pipe" })
     this.child = child
     child.stdout!.on("data", (chunk) => (this.log += chunk))
