@@ -9,24 +9,27 @@ import { join, resolve } from "node:path"
 const root = resolve(import.meta.dirname, "..")
 const scripts = () => JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts
 
-// `node scripts/build.mjs && node [--flags] dist/node/main.mjs`: plain node on the bundle that
-// scripts/build.mjs makes. The file is relative to the repository's root.
+// `node scripts/build.mjs && exec node [--flags] dist/node/main.mjs`: plain node on the bundle that
+// scripts/build.mjs makes. The file is relative to the repository's root. (`exec`: the shell npm runs the
+// script in becomes the app, so the SIGTERM npm forwards reaches the app.)
 export const nodeStartCommand = () => {
   const start = scripts().start
-  const match = /(?:^|&&)\s*node((?:\s+--\S+)*)\s+(\S+\.mjs)\s*$/.exec(start)
-  if (match === null) throw new Error(`package.json's start script is not "... && node [--flags] FILE.mjs": ${start}`)
+  const match = /(?:^|&&)\s*(?:exec\s+)?node((?:\s+--\S+)*)\s+(\S+\.mjs)\s*$/.exec(start)
+  if (match === null) {
+    throw new Error(`package.json's start script is not "... && exec node [--flags] FILE.mjs": ${start}`)
+  }
   return { flags: match[1].trim().split(/\s+/).filter(Boolean), entry: join(root, match[2]) }
 }
 
-// `node scripts/build.mjs && deno run [--flags] dist/deno/main.mjs`: Deno on the bundle scripts/build.mjs makes,
+// `node scripts/build.mjs && exec deno run [--flags] dist/deno/main.mjs`: Deno on the bundle scripts/build.mjs makes,
 // with Deno's own binary for `deno`. node_modules/.bin/deno points at it once the deno package's install script
 // has run (package.json's allowScripts); without that script (npm --ignore-scripts) .bin/deno is a node shim
 // that copies the binary to node_modules/deno/deno on its first run, which is done here.
 export const denoStartCommand = () => {
   const start = scripts()["start:deno"]
-  const match = /(?:^|&&)\s*deno\s+(run(?:\s+--\S+)*)\s+(\S+\.mjs)\s*$/.exec(start)
+  const match = /(?:^|&&)\s*(?:exec\s+)?deno\s+(run(?:\s+--\S+)*)\s+(\S+\.mjs)\s*$/.exec(start)
   if (match === null) {
-    throw new Error(`package.json's start:deno script is not "... && deno run [--flags] FILE.mjs": ${start}`)
+    throw new Error(`package.json's start:deno script is not "... && exec deno run [--flags] FILE.mjs": ${start}`)
   }
   const binary = join(root, "node_modules/deno/deno")
   if (!existsSync(binary)) execFileSync(process.execPath, [join(root, "node_modules/deno/bin.cjs"), "--version"])
