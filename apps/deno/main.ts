@@ -1,7 +1,8 @@
 import { HttpApiBuilder, HttpServer, HttpServerResponse } from "@effect/platform"
-import { Cause, Effect, Exit, Layer, ManagedRuntime } from "effect"
+import { Cause, Context, Effect, Exit, Layer, ManagedRuntime } from "effect"
 import { openNodeSqlite } from "../../adapters/sqlite/NodeSqlite.ts"
 import { appLayer, serverOptions } from "../AppLayer.ts"
+import { ClientAddress } from "../http/Edge.ts"
 import { HotPath } from "../http/HotPath.ts"
 
 // The same ApiLive as the Node app, served by Deno.serve through a web handler. The hot path
@@ -35,18 +36,20 @@ const limitBody = (request: Request): Request => {
 const hot = await runtime.runPromise(HotPath)
 await handler(new Request(`http://localhost:${port}/healthz`))
 
-// The requests the hot path takes are answered from its fiber, the others by the web handler. The remote
-// address stays unknown on both, so that both draw from the same rate-limit buckets.
-const serve = (request: Request): Promise<Response> => {
+// The requests the hot path takes are answered from its fiber, the others by the web handler. Both get the
+// client's address from Deno.serve (the web handler as the edge's ClientAddress, a web Request has none), so
+// that both draw from the same per-client rate-limit buckets.
+const serve = (request: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>): Promise<Response> => {
   const url = new URL(request.url)
+  const remoteAddress = info.remoteAddr.hostname
   const fiber = hot({
     method: request.method,
     url: `${url.pathname}${url.search}`,
     headers: Object.fromEntries(request.headers),
-    remoteAddress: undefined,
+    remoteAddress,
     text: () => request.text()
   })
-  if (fiber === undefined) return handler(limitBody(request))
+  if (fiber === undefined) return handler(limitBody(request), Context.make(ClientAddress, remoteAddress))
   return new Promise((resolve, reject) =>
     fiber.addObserver(Exit.match({
       onSuccess: (response) => resolve(HttpServerResponse.toWeb(response)),

@@ -7,7 +7,7 @@ import {
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
-import { Cause, Clock, Effect, FiberRef, Option } from "effect"
+import { Cause, Clock, Context, Effect, FiberRef, Option } from "effect"
 import { globalValue } from "effect/GlobalValue"
 import { sha256 } from "../../adapters/crypto/Sha256.ts"
 import { SiteSettings } from "../../core/SiteSettings.ts"
@@ -100,6 +100,10 @@ const traceEcho = (request: HttpServerRequest.HttpServerRequest) => {
   return HttpServerResponse.text(`${lines.join("\r\n")}\r\n\r\n`, { contentType: "message/http" })
 }
 
+// The client's address, for servers whose request object cannot carry it: Deno.serve hands it to its handler
+// beside the web Request, and the Deno app passes it on to the web handler as this per-request service.
+export class ClientAddress extends Context.Tag("ClientAddress")<ClientAddress, string>() {}
+
 // Which bucket a request draws from: POST /subscribe by client address, the merchant API by API key.
 export const limitKey = (
   method: string,
@@ -149,7 +153,8 @@ export const edgeLayer = (options: EdgeOptions) =>
       app: HttpApp.Default<unknown>,
       request: HttpServerRequest.HttpServerRequest,
       requestId: string,
-      now: number
+      now: number,
+      clientAddress: string | undefined
     ): HttpApp.Default<unknown> => {
       const path = pathname(request.url)
       const allowed = options.routes.allowed(path)
@@ -173,12 +178,7 @@ export const edgeLayer = (options: EdgeOptions) =>
           { allow: allowed.join(", ") }
         ))
       }
-      const limited = limitKey(
-        request.method,
-        path,
-        request.headers.authorization,
-        Option.getOrUndefined(request.remoteAddress)
-      )
+      const limited = limitKey(request.method, path, request.headers.authorization, clientAddress)
       const wait = limited === undefined ? 0 : options.limiters[limited[1]](limited[0], now)
       if (wait > 0) return Effect.succeed(render(rateLimited(wait), requestId, { "retry-after": String(wait) }))
       if (Number(request.headers["content-length"] ?? 0) > options.maxBodyBytes) {
@@ -204,8 +204,13 @@ export const edgeLayer = (options: EdgeOptions) =>
     return (app: HttpApp.Default<unknown>): HttpApp.Default =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
+        const context = yield* Effect.context<never>()
         const requestId = requestIdOf(request.headers[RequestIdHeader])
-        const response = yield* respond(requestId, route(app, request, requestId, yield* Clock.currentTimeMillis)).pipe(
+        const clientAddress = Option.getOrUndefined(
+          Option.orElse(request.remoteAddress, () => Context.getOption(context, ClientAddress))
+        )
+        const routed = route(app, request, requestId, yield* Clock.currentTimeMillis, clientAddress)
+        const response = yield* respond(requestId, routed).pipe(
           Effect.locally(CurrentRequestId, requestId),
           Effect.annotateLogs("request_id", requestId)
         )

@@ -243,18 +243,22 @@ describe.skipIf(process.env.APP_RUNTIME === "deno")("slow clients (HEADERS_TIMEO
 })
 
 describe("rate limits", () => {
+  const subscribeFrom = (localAddress: string, name: string) =>
+    rawRequest(
+      app.port,
+      {
+        method: "POST",
+        target: "/subscribe",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: form({ name, email: `${name.replace(/\W/g, "-").toLowerCase()}-${process.pid}@example.com` })
+      },
+      10_000,
+      localAddress
+    )
+
   it("SUBSCRIBE_RATE_LIMIT=3: the 4th POST /subscribe in a burst from one IP is 429 rate_limited with Retry-After", async () => {
     const responses: Array<RawResponse> = []
-    for (let i = 0; i < 4; i++) {
-      responses.push(
-        await rawRequest(app.port, {
-          method: "POST",
-          target: "/subscribe",
-          headers: { "content-type": "application/x-www-form-urlencoded" },
-          body: form({ name: `Burst ${i}`, email: `burst-${process.pid}-${i}@example.com` })
-        })
-      )
-    }
+    for (let i = 0; i < 4; i++) responses.push(await subscribeFrom("127.0.0.1", `Burst ${i}`))
     assert.deepStrictEqual(responses.map((r) => r.status), [200, 200, 200, 429])
     const limited = responses[3]!
     assertErrorResponse(limited, 429, "rate_limited")
@@ -264,6 +268,16 @@ describe("rate limits", () => {
     assert.isAtMost(Number(retryAfter), 60, "3 per minute: a token is back within 20 s")
     const stored = app.query<{ n: number }>("SELECT count(*) AS n FROM subscriptions WHERE name = 'Burst 3'")[0]!.n
     assert.strictEqual(stored, 0, "the limited request stored nothing")
+  })
+
+  it("SUBSCRIBE_RATE_LIMIT=3: each client address has its own bucket", async () => {
+    const statuses = async (address: string, count: number) => {
+      const out: Array<number> = []
+      for (let i = 0; i < count; i++) out.push((await subscribeFrom(address, `Client ${address} ${i}`)).status)
+      return out
+    }
+    assert.deepStrictEqual(await statuses("127.0.0.2", 4), [200, 200, 200, 429])
+    assert.deepStrictEqual(await statuses("127.0.0.3", 1), [200], "another address is not limited by the first")
   })
 
   it("MERCHANT_RATE_LIMIT=2: a burst with one key gets 429 with Retry-After; another key is not limited", async () => {

@@ -101,9 +101,10 @@ export class RawConnection {
     socket.on("error", () => {})
   }
 
-  static open(port: number, host = "127.0.0.1"): Promise<RawConnection> {
+  // localAddress: the client's own address, e.g. another loopback address (127.0.0.2) to be another client.
+  static open(port: number, host = "127.0.0.1", localAddress?: string): Promise<RawConnection> {
     return new Promise((ok, fail) => {
-      const socket = connect({ port, host })
+      const socket = connect({ port, host, ...(localAddress === undefined ? {} : { localAddress }) })
       socket.setNoDelay(true)
       socket.once("connect", () => ok(new RawConnection(socket)))
       socket.once("error", fail)
@@ -227,9 +228,10 @@ export const requestText = (port: number, spec: RequestSpec): string => {
 export const rawRequest = async (
   port: number,
   spec: RequestSpec,
-  timeoutMs = 10_000
+  timeoutMs = 10_000,
+  localAddress?: string
 ): Promise<RawResponse & { readonly raw: Buffer }> => {
-  const connection = await RawConnection.open(port)
+  const connection = await RawConnection.open(port, "127.0.0.1", localAddress)
   try {
     await connection.write(requestText(port, spec))
     const response = await connection.response({ head: spec.method === "HEAD", timeoutMs })
