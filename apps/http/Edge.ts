@@ -204,11 +204,10 @@ export const edgeLayer = (options: EdgeOptions) =>
     return (app: HttpApp.Default<unknown>): HttpApp.Default =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
-        const context = yield* Effect.context<never>()
         const requestId = requestIdOf(request.headers[RequestIdHeader])
-        const clientAddress = Option.getOrUndefined(
-          Option.orElse(request.remoteAddress, () => Context.getOption(context, ClientAddress))
-        )
+        const clientAddress = Option.isSome(request.remoteAddress)
+          ? request.remoteAddress.value
+          : Option.getOrUndefined(yield* Effect.serviceOption(ClientAddress))
         const routed = route(app, request, requestId, yield* Clock.currentTimeMillis, clientAddress)
         const response = yield* respond(requestId, routed).pipe(
           Effect.locally(CurrentRequestId, requestId),
