@@ -9,8 +9,9 @@
 // Why: under tsx the app idles at ~260-280 MB RSS (the TypeScript loader and every module it transpiled stay
 // in memory); the bundle idles at ~110 MB. Deno on the sources idles at ~160 MB and peaked at 300-390 MB
 // under the benchmark's load; on the bundle it idles at ~100 MB. Deno runs the Node-platform bundle as it is:
-// it has the node: modules and createRequire (the Deno app imports no native addon). The source maps are separate files, linked from the bundles: node
-// reads them only with --enable-source-maps, and bench/cpuprofile-summary.mjs maps profiles through them.
+// it has the node: modules and createRequire (the Deno app imports no native addon). The source maps are
+// separate files, linked from the bundles: node reads them only with --enable-source-maps, and
+// bench/cpuprofile-summary.mjs maps profiles through them.
 //
 // Each file is written to a temporary name and renamed, so a process starting from dist/ while another build
 // runs (two test runs at once) never loads half a file. The one-line summary goes to stderr: `npm run cli`

@@ -14,9 +14,8 @@ import { createTestDatabase, dropDatabaseSync, queryPostgresSync, type TestDatab
 const root = resolve(import.meta.dirname, "../..")
 // The apps and the CLI as `npm start`, `npm run start:deno` and `npm run cli` run them: plain node, or deno, on
 // the bundles that scripts/build.mjs makes (vitest's globalSetup, test/support/globalSetup.ts, builds them once
-// per run). The command lines come from package.json (scripts/start-commands.mjs), and
-// each is the app itself, not a launcher: a SIGKILL (kill9) must end the app, not leave it running behind a
-// killed parent.
+// per run). The command lines come from package.json (scripts/start-commands.mjs), and each is the app itself,
+// not a launcher: a SIGKILL (kill9) must end the app, not leave it running behind a killed parent.
 const nodeStart = nodeStartCommand()
 const nodeAppBundle = nodeStart.entry
 export const nodeAppCommand: ReadonlyArray<string> = [process.execPath, ...nodeStart.flags, nodeAppBundle]
