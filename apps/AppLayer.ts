@@ -1,4 +1,3 @@
-import { HttpApiBuilder } from "@effect/platform"
 import type { MigrationError } from "@effect/sql/Migrator"
 import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -28,12 +27,11 @@ import { Transfers } from "../core/Transfers.ts"
 import type { TransferStore } from "../core/TransferStore.ts"
 import { adminAuthLayer } from "./http/AdminAuthLive.ts"
 import { Api } from "./http/Api.ts"
-import { edgeLayer, makeLimiters } from "./http/Edge.ts"
+import { makeLimiters } from "./http/Edge.ts"
 import { FeedsLive } from "./http/FeedsHandlers.ts"
-import { hotPathLayer } from "./http/HotPath.ts"
 import { merchantAuthLayer } from "./http/MerchantAuthLive.ts"
 import { MetaLive } from "./http/MetaHandlers.ts"
-import { routeTable } from "./http/Routes.ts"
+import { pipelineLayer } from "./http/Pipeline.ts"
 import { SubscriptionsLive } from "./http/SubscriptionsHandlers.ts"
 import { TransferResponses, TransfersLive } from "./http/TransfersHandlers.ts"
 
@@ -158,21 +156,10 @@ export const appLayer = (open: OpenSqlite) =>
         subscribe: { limit: config.subscribeRateLimit, perMillis: 60_000 },
         merchant: { limit: config.merchantRateLimit, perMillis: 1_000 }
       })
-      return HttpApiBuilder.api(Api).pipe(
+      return pipelineLayer(Api, { maxBodyBytes: config.maxBodyBytes, trace: config.trace === "on", limiters }).pipe(
         Layer.provide([SubscriptionsLive, FeedsLive, TransfersLive, MetaLive]),
-        Layer.provideMerge(hotPathLayer({ maxBodyBytes: config.maxBodyBytes, limiters })),
         Layer.provideMerge(
-          Layer.mergeAll(
-            TransferResponses.Default,
-            edgeLayer({
-              maxBodyBytes: config.maxBodyBytes,
-              routes: routeTable(Api, { trace: config.trace === "on" }),
-              trace: config.trace === "on",
-              limiters
-            }),
-            adminAuthLayer(config.adminApiKey),
-            merchantAuthLayer
-          )
+          Layer.mergeAll(TransferResponses.Default, adminAuthLayer(config.adminApiKey), merchantAuthLayer)
         ),
         // A key printed to stdout is fine for a sandbox, not for a service that moves real money.
         Layer.provideMerge(

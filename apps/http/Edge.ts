@@ -1,34 +1,17 @@
-import {
-  HttpApiBuilder,
-  HttpApiError,
-  type HttpApp,
-  HttpIncomingMessage,
-  HttpServerError,
-  HttpServerRequest,
-  HttpServerResponse
-} from "@effect/platform"
-import { Cause, Clock, Context, Effect, FiberRef, Option } from "effect"
+import { HttpApiError, HttpServerResponse } from "@effect/platform"
+import { Cause, Effect, FiberRef } from "effect"
 import { globalValue } from "effect/GlobalValue"
 import { sha256 } from "../../adapters/crypto/Sha256.ts"
-import { SiteSettings } from "../../core/SiteSettings.ts"
 import { type ApiError, apiError, isApiError, statusOf } from "./ApiError.ts"
 import { makeRateLimiter, type RateLimit, type RateLimiter } from "./RateLimiter.ts"
-import type { RouteTable } from "./Routes.ts"
 
-// The HTTP edge both apps share. Every error, whoever raised it (a handler, the payload decoder, the
-// router, a defect), leaves as the one documented error body with its status, doc_url and request id; and
-// what the router cannot know (OPTIONS, 405 + Allow, TRACE, HEAD's Content-Length, limits) is decided here.
+// The edge of the pipeline (apps/http/Pipeline.ts): every error, whoever raised it (a handler, a decoder, the
+// router, a defect), leaves as the one documented error body with its status, doc_url and request id; request
+// ids, media types and the rate limits' buckets are read here.
 export const RequestIdHeader = "x-request-id"
 export const acceptedBodies = ["application/json", "application/x-www-form-urlencoded"]
 
-export interface EdgeOptions {
-  readonly maxBodyBytes: number
-  readonly routes: RouteTable
-  readonly trace: boolean
-  readonly limiters: Limiters
-}
-
-// One pair of token buckets per process, shared by the edge and the hot path (apps/http/HotPath.ts).
+// One pair of token buckets per process.
 export interface Limiters {
   readonly subscribe: RateLimiter
   readonly merchant: RateLimiter
@@ -51,8 +34,6 @@ export const hasBody = (headers: { readonly [name: string]: string | undefined }
 export const mediaType = (headers: { readonly [name: string]: string | undefined }) =>
   (headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
 
-const pathname = (url: string) => url.split("?")[0]!
-
 const fromDecodeError = (e: HttpApiError.HttpApiDecodeError): ApiError => {
   const issue = e.issues[0]
   const param = issue?.path.join(".") ?? ""
@@ -71,11 +52,6 @@ const toApiError = (cause: Cause.Cause<unknown>): ApiError | undefined => {
   const e = Cause.squash(cause)
   if (isApiError(e)) return e
   if (e instanceof HttpApiError.HttpApiDecodeError) return fromDecodeError(e)
-  if (e instanceof HttpServerError.RouteNotFound) return apiError("route_not_found", "No such route.")
-  if (e instanceof HttpServerError.RequestError && (e.cause as Error | undefined)?.message === "maxBytes exceeded") {
-    return apiError("body_too_large", "The request body is too large.")
-  }
-  if (e instanceof HttpServerError.RequestError && e.reason === "Decode") return unparsableBody()
   return undefined
 }
 
@@ -84,25 +60,6 @@ const newRequestId = () => `req_${crypto.randomUUID().replaceAll("-", "")}`
 // The client's X-Request-Id when it is a sensible one, else a new id.
 export const requestIdOf = (incoming: string | undefined) =>
   incoming !== undefined && /^[\w.-]{1,64}$/.test(incoming) ? incoming : newRequestId()
-
-const redactedInTrace = new Set(["authorization", "cookie", "proxy-authorization"])
-
-// TRACE: the request line and header fields as received (Node keeps their case and order in rawHeaders),
-// credentials left out.
-const traceEcho = (request: HttpServerRequest.HttpServerRequest) => {
-  const source = request.source as { rawHeaders?: Array<string>; httpVersion?: string } | undefined
-  const raw = source?.rawHeaders ?? Object.entries(request.headers).flat()
-  const lines = [`${request.method} ${request.url} HTTP/${source?.httpVersion ?? "1.1"}`]
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!
-    lines.push(redactedInTrace.has(name.toLowerCase()) ? `${name}: [removed]` : `${name}: ${raw[i + 1]}`)
-  }
-  return HttpServerResponse.text(`${lines.join("\r\n")}\r\n\r\n`, { contentType: "message/http" })
-}
-
-// The client's address, for servers whose request object cannot carry it: Deno.serve hands it to its handler
-// beside the web Request, and the Deno app passes it on to the web handler as this per-request service.
-export class ClientAddress extends Context.Tag("ClientAddress")<ClientAddress, string>() {}
 
 // Which bucket a request draws from: POST /subscribe by client address, the merchant API by API key.
 export const limitKey = (
@@ -143,76 +100,3 @@ export const makeResponder = (baseUrl: string) => {
     )
   return { render, respond }
 }
-
-export const edgeLayer = (options: EdgeOptions) =>
-  HttpApiBuilder.middleware(Effect.gen(function*() {
-    const site = yield* SiteSettings
-    const { render, respond } = makeResponder(site.baseUrl)
-
-    const route = (
-      app: HttpApp.Default<unknown>,
-      request: HttpServerRequest.HttpServerRequest,
-      requestId: string,
-      now: number,
-      clientAddress: string | undefined
-    ): HttpApp.Default<unknown> => {
-      const path = pathname(request.url)
-      const allowed = options.routes.allowed(path)
-      if ((request.method as string) === "TRACE") {
-        if (!options.trace && allowed === undefined) return Effect.fail(apiError("route_not_found", "No such route."))
-        return options.trace
-          ? Effect.succeed(traceEcho(request))
-          : Effect.succeed(render(
-            apiError("method_not_allowed", "TRACE is disabled on this server."),
-            requestId,
-            { allow: allowed!.join(", ") }
-          ))
-      }
-      if (allowed !== undefined && request.method === "OPTIONS") {
-        return Effect.succeed(HttpServerResponse.empty({ status: 204, headers: { allow: allowed.join(", ") } }))
-      }
-      if (allowed !== undefined && !allowed.includes(request.method)) {
-        return Effect.succeed(render(
-          apiError("method_not_allowed", `${request.method} is not allowed on ${path}.`),
-          requestId,
-          { allow: allowed.join(", ") }
-        ))
-      }
-      const limited = limitKey(request.method, path, request.headers.authorization, clientAddress)
-      const wait = limited === undefined ? 0 : options.limiters[limited[1]](limited[0], now)
-      if (wait > 0) return Effect.succeed(render(rateLimited(wait), requestId, { "retry-after": String(wait) }))
-      if (Number(request.headers["content-length"] ?? 0) > options.maxBodyBytes) {
-        return Effect.fail(apiError("body_too_large", `The request body is larger than ${options.maxBodyBytes} bytes.`))
-      }
-      if (hasBody(request.headers) && !acceptedBodies.includes(mediaType(request.headers))) {
-        return Effect.fail(
-          apiError("unsupported_media_type", `Content-Type must be one of ${acceptedBodies.join(", ")}.`)
-        )
-      }
-      return HttpIncomingMessage.withMaxBodySize(app, Option.some(options.maxBodyBytes))
-    }
-
-    // HEAD answers carry the Content-Length the GET would have, without the body.
-    const headLength = (
-      request: HttpServerRequest.HttpServerRequest,
-      response: HttpServerResponse.HttpServerResponse
-    ) =>
-      request.method === "HEAD" && response.body._tag === "Uint8Array"
-        ? HttpServerResponse.setHeader(response, "content-length", String(response.body.body.length))
-        : response
-
-    return (app: HttpApp.Default<unknown>): HttpApp.Default =>
-      Effect.gen(function*() {
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const requestId = requestIdOf(request.headers[RequestIdHeader])
-        const clientAddress = Option.isSome(request.remoteAddress)
-          ? request.remoteAddress.value
-          : Option.getOrUndefined(yield* Effect.serviceOption(ClientAddress))
-        const routed = route(app, request, requestId, yield* Clock.currentTimeMillis, clientAddress)
-        const response = yield* respond(requestId, routed).pipe(
-          Effect.locally(CurrentRequestId, requestId),
-          Effect.annotateLogs("request_id", requestId)
-        )
-        return headLength(request, response)
-      })
-  }))

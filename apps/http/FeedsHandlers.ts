@@ -1,10 +1,11 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { HttpServerResponse } from "@effect/platform"
 import { DateTime, Effect } from "effect"
 import type { Feed } from "../../core/Feed.ts"
 import { SiteSettings } from "../../core/SiteSettings.ts"
 import { Subscriptions } from "../../core/Subscriptions.ts"
 import { Api } from "./Api.ts"
 import { apiError } from "./ApiError.ts"
+import { group } from "./ApiHandlers.ts"
 import { cacheableJson } from "./Caching.ts"
 
 export const renderFeed = (f: Feed) => ({
@@ -16,7 +17,7 @@ export const renderFeed = (f: Feed) => ({
 
 const feedNotFound = (name: string) => apiError("resource_missing", `No feed is named "${name}".`, { param: "name" })
 
-export const FeedsLive = HttpApiBuilder.group(Api, "feeds", (handlers) =>
+export const FeedsLive = group(Api, "feeds", (handlers) =>
   Effect.gen(function*() {
     const subscriptions = yield* Subscriptions
     const { baseUrl } = yield* SiteSettings

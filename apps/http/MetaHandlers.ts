@@ -1,16 +1,17 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { SiteSettings } from "../../core/SiteSettings.ts"
 import { Api, Health } from "./Api.ts"
 import { apiError } from "./ApiError.ts"
+import { group } from "./ApiHandlers.ts"
 import { ErrorCatalog, errorCodes } from "./ErrorCatalog.ts"
 import { openApiDocument } from "./OpenApiDocument.ts"
 import { Pages } from "./Pages.ts"
 
 const catalogPage = Pages.errorCatalog(errorCodes.map((code) => ({ code, ...ErrorCatalog[code] })))
 
-export const MetaLive = HttpApiBuilder.group(Api, "meta", (handlers) =>
+export const MetaLive = group(Api, "meta", (handlers) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
     const spec = openApiDocument((yield* SiteSettings).baseUrl)

@@ -1,10 +1,11 @@
-import { HttpApiBuilder, type HttpServerRequest } from "@effect/platform"
+import { type HttpServerRequest } from "@effect/platform"
 import { DateTime, Effect, Option, Schema } from "effect"
 import type { Subscription } from "../../core/Subscription.ts"
 import { type SubscribeRequest, Subscriptions } from "../../core/Subscriptions.ts"
 import { Token } from "../../core/Token.ts"
 import { Api } from "./Api.ts"
 import { apiError } from "./ApiError.ts"
+import { group } from "./ApiHandlers.ts"
 import { Pages, wantsHtml } from "./Pages.ts"
 import { SubscribeResponse, SubscriptionEnvelope, SubscriptionView } from "./SubscriptionsApi.ts"
 
@@ -41,7 +42,7 @@ export const subscribeAnswer = (subscriptions: Subscriptions, payload: Subscribe
     )
   )
 
-export const SubscriptionsLive = HttpApiBuilder.group(Api, "subscriptions", (handlers) =>
+export const SubscriptionsLive = group(Api, "subscriptions", (handlers) =>
   Effect.gen(function*() {
     const subscriptions = yield* Subscriptions
 

@@ -12,7 +12,7 @@ import {
   UnprocessableEntity,
   UnsupportedMediaType
 } from "./ApiError.ts"
-import { JsonOnly, MerchantAuth } from "./MerchantAuth.ts"
+import { MerchantAuth } from "./MerchantAuth.ts"
 
 const Party = {
   first_name: Schema.String,
@@ -78,7 +78,6 @@ export class TransfersApi extends HttpApiGroup.make("transfers")
       .addError(UnsupportedMediaType)
       .addError(UnprocessableEntity)
       .addError(ServiceUnavailable)
-      .middleware(JsonOnly)
   )
   .add(
     HttpApiEndpoint.get("get", "/merchant/transfers/payment/:id")

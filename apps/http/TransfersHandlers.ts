@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { HttpServerResponse } from "@effect/platform"
 import { DateTime, Effect, FiberRef, Option, Redacted, Schema } from "effect"
 import { CardFingerprints } from "../../core/CardFingerprints.ts"
 import { cardErrorMessages } from "../../core/CardNetwork.ts"
@@ -9,6 +9,7 @@ import { Transfers } from "../../core/Transfers.ts"
 import { type StoredResponse, TransferStore } from "../../core/TransferStore.ts"
 import { Api } from "./Api.ts"
 import { apiError } from "./ApiError.ts"
+import { group } from "./ApiHandlers.ts"
 import { cacheableJson, type RequestHeaders } from "./Caching.ts"
 import { CurrentRequestId, errorBody } from "./Edge.ts"
 import { CurrentClient } from "./MerchantAuth.ts"
@@ -97,7 +98,7 @@ export class TransferResponses extends Effect.Service<TransferResponses>()("Tran
   })
 }) {}
 
-export const TransfersLive = HttpApiBuilder.group(Api, "transfers", (handlers) =>
+export const TransfersLive = group(Api, "transfers", (handlers) =>
   Effect.gen(function*() {
     const transfers = yield* Transfers
     const store = yield* TransferStore

@@ -1,20 +1,73 @@
-import { HttpApiBuilder, HttpServer } from "@effect/platform"
-import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Cause, Effect, Exit, Layer } from "effect"
+import { Cookies, type HttpServerResponse } from "@effect/platform"
+import { NodeRuntime } from "@effect/platform-node"
+import { Cause, Effect, Exit, FiberId, Layer, Stream } from "effect"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import { Readable } from "node:stream"
 import { openBetterSqlite3 } from "../../adapters/sqlite/BetterSqlite3.ts"
 import { appLayer, serverOptions } from "../AppLayer.ts"
 import type { RequestHeaders } from "../http/Caching.ts"
-import { HotPath, type HotPathHandler } from "../http/HotPath.ts"
+import { BodyTooLarge, type IncomingRequest, type Pipeline, RequestPipeline } from "../http/Pipeline.ts"
 
-// Slow clients are cut off: headers must arrive within HEADERS_TIMEOUT_MS, the whole request within
-// REQUEST_TIMEOUT_MS (Node checks both every second here, not every 30 s as by default).
-// When a body passes MAX_BODY_BYTES, @effect/platform-node stops reading and destroys the request, which
-// resets the socket before the 413 arrives. Here the rest of the body is read and discarded instead (never
-// buffered; REQUEST_TIMEOUT_MS bounds it), so the client gets its 413 and the connection ends cleanly.
-const answerBeforeClosing = (request: IncomingMessage, response: ServerResponse) => {
-  const destroy = request.destroy.bind(request)
-  request.destroy = (error?: Error) => response.headersSent ? destroy(error) : request.resume()
+// The body, never more than maxBytes of it buffered. Past the limit the rest is read and discarded (the request
+// timeout bounds it), so the client gets its 413 and the connection ends cleanly instead of being reset.
+const readBody = (request: IncomingMessage, maxBytes: number) =>
+  new Promise<string>((resolve, reject) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size <= maxBytes) return void chunks.push(chunk)
+      request.removeListener("data", onData)
+      request.resume()
+      reject(new BodyTooLarge())
+    }
+    request.on("data", onData)
+    request.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")))
+    request.on("error", reject)
+    request.on("close", () => request.complete || reject(new Error("the client hung up")))
+  })
+
+const incoming = (request: IncomingMessage): IncomingRequest => ({
+  method: request.method ?? "GET",
+  url: request.url ?? "/",
+  headers: request.headers as RequestHeaders,
+  remoteAddress: request.socket.remoteAddress,
+  httpVersion: request.httpVersion,
+  rawHeaders: request.rawHeaders,
+  text: (maxBytes) => readBody(request, maxBytes)
+})
+
+const write = (method: string, response: ServerResponse, answer: HttpServerResponse.HttpServerResponse) => {
+  const headers = Cookies.isEmpty(answer.cookies)
+    ? answer.headers
+    : { ...answer.headers, "set-cookie": Cookies.toSetCookieHeaders(answer.cookies) }
+  response.writeHead(answer.status, headers)
+  const body = answer.body
+  if (method === "HEAD") return response.end()
+  switch (body._tag) {
+    case "Uint8Array":
+      return response.end(body.body)
+    case "Raw":
+      return response.end(body.body as string)
+    case "Stream":
+      return void Readable.fromWeb(Stream.toReadableStream(body.stream) as any).pipe(response)
+    default:
+      return response.end()
+  }
+}
+
+// Every request goes through the pipeline. Its fiber is usually done before this returns (nothing had to
+// wait), and then the answer is written at once; a client that goes away interrupts the fiber still running.
+const answer = (pipeline: Pipeline) => (request: IncomingMessage, response: ServerResponse) => {
+  const method = request.method ?? "GET"
+  const fiber = pipeline(incoming(request))
+  fiber.addObserver(Exit.match({
+    onSuccess: (r) => write(method, response, r),
+    onFailure: (cause) => response.destroy(Cause.squash(cause) as Error)
+  }))
+  if (!response.writableFinished) {
+    response.once("close", () => response.writableFinished || fiber.unsafeInterruptAsFork(FiberId.none))
+  }
 }
 
 // A client that keeps trickling bytes would hold a graceful shutdown forever (Node stops enforcing its time-outs
@@ -27,68 +80,25 @@ const closeStragglersOnShutdown = (server: Server) => {
   return server
 }
 
-// The hot path (apps/http/HotPath.ts) answers the requests it takes before @effect/platform-node sees them;
-// the rest go on to the HttpApi. Its answers are written the way @effect/platform-node writes them.
-const readText = (request: IncomingMessage) =>
-  new Promise<string>((resolve, reject) => {
-    const chunks: Array<Buffer> = []
-    request.on("data", (chunk: Buffer) => chunks.push(chunk))
-    request.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")))
-    request.on("error", reject)
-    request.on("close", () => request.complete || reject(new Error("the client hung up")))
-  })
-
-const withHotPath = (server: Server, hot: HotPathHandler) => {
-  const take = (request: IncomingMessage, response: ServerResponse) => {
-    const answer = hot({
-      method: request.method ?? "",
-      url: request.url ?? "",
-      headers: request.headers as RequestHeaders,
-      remoteAddress: request.socket.remoteAddress,
-      text: () => readText(request)
-    })
-    if (answer === undefined) return false
-    answer.addObserver(Exit.match({
-      onSuccess: (r) => {
-        response.writeHead(r.status, r.headers)
-        response.end(r.body._tag === "Uint8Array" ? r.body.body : undefined)
-      },
-      onFailure: (cause) => response.destroy(Cause.squash(cause) as Error)
-    }))
-    return true
-  }
-  const emit = server.emit.bind(server)
-  server.emit =
-    ((event: string, ...args: Array<any>) =>
-      (event === "request" && take(args[0], args[1])) || emit(event, ...args)) as typeof server.emit
-  return server
-}
-
-const ServerLive = Layer.unwrapEffect(
-  Effect.gen(function*() {
-    const options = yield* serverOptions
-    const hot = yield* HotPath
-    return NodeHttpServer.layer(
-      () =>
-        withHotPath(
-          closeStragglersOnShutdown(createServer({
-            headersTimeout: options.headersTimeoutMs,
-            requestTimeout: options.requestTimeoutMs,
-            connectionsCheckingInterval: 1_000
-          }, answerBeforeClosing)),
-          hot
-        ),
-      { port: options.port }
-    )
-  })
-)
+// Slow clients are cut off: headers must arrive within HEADERS_TIMEOUT_MS, the whole request within
+// REQUEST_TIMEOUT_MS (Node checks both every second here, not every 30 s as by default).
+const ServerLive = Layer.scopedDiscard(Effect.gen(function*() {
+  const options = yield* serverOptions
+  const server = closeStragglersOnShutdown(createServer({
+    headersTimeout: options.headersTimeoutMs,
+    requestTimeout: options.requestTimeoutMs,
+    connectionsCheckingInterval: 1_000
+  }, answer(yield* RequestPipeline)))
+  yield* Effect.acquireRelease(
+    Effect.async<void>((resume) => {
+      server.once("error", (error) => resume(Effect.die(error)))
+      server.listen(options.port, () => resume(Effect.void))
+    }),
+    () => Effect.async<void>((resume) => void server.close(() => resume(Effect.void)))
+  )
+  yield* Effect.log(`Listening on http://localhost:${options.port}`)
+}))
 
 // The app (database, migrations, outbox worker) is built before the port opens: a request that arrives
 // while the service starts waits in the kernel's queue instead of hanging on a server that cannot answer yet.
-const HttpLive = HttpApiBuilder.serve().pipe(
-  HttpServer.withLogAddress,
-  Layer.provide(ServerLive),
-  Layer.provide(appLayer(openBetterSqlite3))
-)
-
-NodeRuntime.runMain(Layer.launch(HttpLive))
+NodeRuntime.runMain(Layer.launch(ServerLive.pipe(Layer.provide(appLayer(openBetterSqlite3)))))
