@@ -1,5 +1,5 @@
 import { HttpServerResponse } from "@effect/platform"
-import { DateTime } from "effect"
+import { DateTime, Schema } from "effect"
 import { sha256 } from "../../adapters/crypto/Sha256.ts"
 
 // Conditional GETs (RFC 9110 13.1): a strong ETag from the representation's bytes, Last-Modified from the
@@ -14,6 +14,12 @@ const matches = (ifNoneMatch: string, etag: string) =>
 
 // The request's header fields, by lower-case name.
 export type RequestHeaders = { readonly [name: string]: string | undefined }
+
+// The header fields of a conditional GET, declared on the endpoints that answer 304 (and so in the spec).
+export const ConditionalHeaders = Schema.Struct({
+  "if-none-match": Schema.optional(Schema.String),
+  "if-modified-since": Schema.optional(Schema.String)
+})
 
 export const notModified = (
   headers: RequestHeaders,

@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { FeedName } from "../../core/Feed.ts"
 import { AdminAuth } from "./AdminAuth.ts"
 import { BadRequest, NotFound, Unauthorized, UnsupportedMediaType } from "./ApiError.ts"
+import { ConditionalHeaders } from "./Caching.ts"
 
 export const FeedView = Schema.Struct({
   name: Schema.String,
@@ -23,8 +24,14 @@ const FeedPath = Schema.Struct({ name: FeedName })
 
 // Reading feeds is public and cacheable; changing them takes the admin key.
 export class FeedsApi extends HttpApiGroup.make("feeds")
-  .add(HttpApiEndpoint.get("list", "/feeds").addSuccess(FeedList))
-  .add(HttpApiEndpoint.get("get", "/feeds/:name").setPath(FeedPath).addSuccess(FeedEnvelope).addError(NotFound))
+  .add(HttpApiEndpoint.get("list", "/feeds").setHeaders(ConditionalHeaders).addSuccess(FeedList))
+  .add(
+    HttpApiEndpoint.get("get", "/feeds/:name")
+      .setPath(FeedPath)
+      .setHeaders(ConditionalHeaders)
+      .addSuccess(FeedEnvelope)
+      .addError(NotFound)
+  )
   .add(
     HttpApiEndpoint.put("put", "/feeds/:name")
       .setPath(FeedPath)

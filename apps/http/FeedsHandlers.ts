@@ -23,19 +23,19 @@ export const FeedsLive = group(Api, "feeds", (handlers) =>
     const { baseUrl } = yield* SiteSettings
     const publicCache = (now: DateTime.Utc) => ({ public: true, maxAgeSeconds: 60, now }) as const
     return handlers
-      .handle("list", ({ request }) =>
+      .handle("list", ({ headers }) =>
         Effect.gen(function*() {
           const { feeds, lastModified } = yield* subscriptions.feeds
           const body = JSON.stringify({ feeds: feeds.map(renderFeed) })
-          return cacheableJson(request.headers, body, lastModified, publicCache(yield* DateTime.now))
+          return cacheableJson(headers, body, lastModified, publicCache(yield* DateTime.now))
         }))
-      .handle("get", ({ path, request }) =>
+      .handle("get", ({ headers, path }) =>
         Effect.gen(function*() {
           const feed = yield* subscriptions.feed(path.name).pipe(
             Effect.catchTag("FeedNotFound", () => Effect.fail(feedNotFound(path.name)))
           )
           const body = JSON.stringify({ feed: renderFeed(feed) })
-          return cacheableJson(request.headers, body, feed.updatedAt, publicCache(yield* DateTime.now))
+          return cacheableJson(headers, body, feed.updatedAt, publicCache(yield* DateTime.now))
         }))
       .handle("put", ({ path, payload }) =>
         Effect.map(subscriptions.putFeed(path.name, payload.title), ({ created, feed }) =>

@@ -13,6 +13,7 @@ import { group } from "./ApiHandlers.ts"
 import { cacheableJson, type RequestHeaders } from "./Caching.ts"
 import { CurrentRequestId, errorBody } from "./Edge.ts"
 import { CurrentClient } from "./MerchantAuth.ts"
+import { CreateTransferPayload } from "./TransfersApi.ts"
 
 export const renderTransfer = (t: Transfer) => ({
   id: t.id,
@@ -37,6 +38,7 @@ const canonical = (value: unknown): string =>
     : JSON.stringify(value)
 
 const isTransferId = Schema.is(TransferId)
+const encodePayload = Schema.encodeSync(CreateTransferPayload)
 
 // The answers to creating and reading a transfer, shared by the HttpApi handlers below and the hot path
 // (apps/http/HotPath.ts), so that both give the same bytes.
@@ -106,14 +108,13 @@ export const TransfersLive = group(Api, "transfers", (handlers) =>
     const { get, respond, submit } = yield* TransferResponses
 
     return handlers
-      .handle("create", ({ headers, payload, request }) =>
+      .handle("create", ({ headers, payload }) =>
         Effect.gen(function*() {
           const client = yield* CurrentClient
           const requestId = yield* FiberRef.get(CurrentRequestId)
           const key = headers["idempotency-key"]
           if (key === undefined) return yield* submit(client.id, payload.payment_transfer, requestId)
-          const body = yield* Effect.orDie(request.json)
-          const hash = fingerprints.of(Redacted.make(canonical(body)))
+          const hash = fingerprints.of(Redacted.make(canonical(encodePayload(payload))))
           const start = yield* store.beginIdempotent(client.id, key, hash, yield* DateTime.now)
           switch (start._tag) {
             case "Replay":
