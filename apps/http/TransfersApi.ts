@@ -12,6 +12,7 @@ import {
   UnprocessableEntity,
   UnsupportedMediaType
 } from "./ApiError.ts"
+import { ConditionalHeaders } from "./Caching.ts"
 import { MerchantAuth } from "./MerchantAuth.ts"
 
 const Party = {
@@ -82,6 +83,7 @@ export class TransfersApi extends HttpApiGroup.make("transfers")
   .add(
     HttpApiEndpoint.get("get", "/merchant/transfers/payment/:id")
       .setPath(Schema.Struct({ id: Schema.String }))
+      .setHeaders(ConditionalHeaders)
       .addSuccess(TransferEnvelope)
       .addError(NotFound)
   )

@@ -131,8 +131,7 @@ export const TransfersLive = group(Api, "transfers", (handlers) =>
               return yield* submit(client.id, payload.payment_transfer, requestId, key)
           }
         }))
-      .handle("get", ({ path, request }) =>
-        Effect.flatMap(CurrentClient, (client) => get(client.id, path.id, request.headers)))
+      .handle("get", ({ headers, path }) => Effect.flatMap(CurrentClient, (client) => get(client.id, path.id, headers)))
       .handle("list", ({ urlParams }) =>
         Effect.gen(function*() {
           const client = yield* CurrentClient
