@@ -26,6 +26,7 @@ import {
   machineInfo,
   median,
   postgresAvailable,
+  postgresPids,
   prepareTarget,
   procStats,
   root,
@@ -236,6 +237,7 @@ const main = async () => {
             const answers = await runConformance(target, ctx)
             results.conformance[name] = { answers }
           }
+          const usesPostgres = targetDefinitions[name].database === "postgres"
           for (const scenario of options.scenarios) {
             let quiet
             if (options.warmupS > 0) {
@@ -247,7 +249,10 @@ const main = async () => {
               })
               // A busy machine (someone else's processes) during the warm-up: wait a little for it to calm.
               if (warm.foreignCpuPercent > 25 && quietBudgetMs > 0) {
-                quiet = await waitForQuiet({ ownPids: [target.pid, sink.pid], maxMs: Math.min(10_000, quietBudgetMs) })
+                quiet = await waitForQuiet({
+                  ownPids: [...(target.pids ?? [target.pid]), sink.pid, ...(usesPostgres ? postgresPids() : [])],
+                  maxMs: Math.min(10_000, quietBudgetMs)
+                })
                 quietBudgetMs -= quiet.waitedMs
               }
             }
@@ -272,7 +277,11 @@ const main = async () => {
                 fmtMs(run.latencyMs.p50)
               } ms  p99 ${fmtMs(run.latencyMs.p99)} ms  RSS ${fmtInt(run.peakRssMb)} MB  CPU ${
                 fmtInt(run.serverCpuUsPerRequest)
-              } us/req (server ${fmtInt(run.serverCpuPercent)}%, load gen ${fmtInt(run.loadGeneratorCpuPercent)}%)${
+              } us/req (server ${fmtInt(run.serverCpuPercent)}%, load gen ${fmtInt(run.loadGeneratorCpuPercent)}%${
+                run.databaseCpuUsPerRequest !== undefined
+                  ? `, postgres ${fmtInt(run.databaseCpuUsPerRequest)} us/req ${fmtInt(run.databaseCpuPercent)}%`
+                  : ""
+              })${
                 run.mailsDeliveredDuringRun !== undefined ? `  mails ${run.mailsDeliveredDuringRun}` : ""
               }${odd}`
             )
@@ -304,10 +313,13 @@ const main = async () => {
       }
       results.ratiosByRound.push(ratios)
     }
-    if (results.conformance.service) {
-      for (const name of targetNames.filter((t) => t !== "service")) {
+    // The baseline: the service, or (--targets without it) the first app that answered.
+    const baseline = targetNames.find((t) => targetDefinitions[t].app && results.conformance[t])
+    if (baseline !== undefined) {
+      results.conformanceBaseline = baseline
+      for (const name of targetNames.filter((t) => t !== baseline)) {
         const c = results.conformance[name]
-        if (c) Object.assign(c, compareConformance(results.conformance.service.answers, c.answers))
+        if (c) Object.assign(c, compareConformance(results.conformance[baseline].answers, c.answers))
       }
     }
   } finally {
@@ -330,6 +342,7 @@ const summarise = () => {
         p99Ms: stat((r) => r.latencyMs.p99),
         peakRssMb: stat((r) => r.peakRssMb),
         serverCpuUsPerRequest: stat((r) => r.serverCpuUsPerRequest),
+        databaseCpuUsPerRequest: stat((r) => r.databaseCpuUsPerRequest ?? NaN),
         loadGeneratorCpuPercent: stat((r) => r.loadGeneratorCpuPercent),
         reconnectsPerResponse: stat((r) => Math.max(0, r.reconnectsPerResponse)),
         foreignCpuPercent: stat((r) => r.foreignCpuPercent),
@@ -386,13 +399,14 @@ const printTable = () => {
       `service-pg-x2: two processes on one database, req/s/CPU/RSS summed; all processes share the machine's ${results.machine.cpuCount} cores.`
     )
   }
-  const conformance = Object.entries(results.conformance).filter(([name]) => name !== "service")
+  const baseline = results.conformanceBaseline
+  const conformance = Object.entries(results.conformance).filter(([name, c]) => name !== baseline && c.differences)
   if (conformance.length > 0) {
     out.push("")
     out.push(
-      `conformance vs the service (${
-        results.conformance.service ? Object.keys(results.conformance.service.answers).length : 0
-      } requests: status, error code/type/param, body shape, headers):`
+      `conformance vs ${baseline} (${
+        Object.keys(results.conformance[baseline].answers).length
+      } requests: status, error code/type/param, body shape, headers, replayed bytes):`
     )
     for (const [name, c] of conformance) {
       out.push(
@@ -400,7 +414,7 @@ const printTable = () => {
           `${c.messageDifferences} message text(s) differ`
       )
       for (const d of c.differences.slice(0, 10)) {
-        out.push(`    ${d.case}: ${d.field} service=${d.baseline} ${name}=${d.target}`)
+        out.push(`    ${d.case}: ${d.field} ${baseline}=${d.baseline} ${name}=${d.target}`)
       }
     }
   }

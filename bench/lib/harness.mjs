@@ -4,7 +4,7 @@
 import autocannon from "autocannon"
 import Database from "better-sqlite3"
 import { execFileSync, fork, spawn } from "node:child_process"
-import { readFileSync, statfsSync, writeFileSync } from "node:fs"
+import { readdirSync, readFileSync, statfsSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { createServer } from "node:net"
 import os from "node:os"
@@ -154,6 +154,21 @@ export const waitForQuiet = async ({ ownPids, maxMs, thresholdPercent = 20 }) =>
     if (foreign < thresholdPercent) break
   }
   return { waitedMs: Math.round(performance.now() - started), foreignCpuPercent: foreign }
+}
+
+// PostgreSQL's processes on this machine (postmaster, backends, walwriter...): their CPU is the database's
+// work for a PostgreSQL target, not "other processes". (Another user of the same server would be counted too.)
+export const postgresPids = () => {
+  const pids = []
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, "utf8").trim() === "postgres") pids.push(Number(entry))
+    } catch {
+      // gone
+    }
+  }
+  return pids
 }
 
 // Writing 5 to clear_refs resets VmHWM to the current RSS (Linux 4.0+), so each scenario gets its own peak.
@@ -650,6 +665,8 @@ export const runScenario = async (
     }))
   const before = sumStats()
   const tally = { unexpected: 0 }
+  const database = target.def.database === "postgres"
+  const dbBefore = new Map(database ? postgresPids().map((pid) => [pid, procStats(pid).cpuS]) : [])
   const clientBefore = process.cpuUsage()
   const othersBefore = otherPids.map((pid) => procStats(pid).cpuS)
   const busyBefore = machineBusyS()
@@ -689,6 +706,14 @@ export const runScenario = async (
   const elapsed = (performance.now() - started) / 1000
   clearInterval(sampler)
   const after = sumStats()
+  let databaseCpuS = 0
+  if (database) {
+    // Backends that started during the run count from zero; those that ended are missed (pools keep theirs).
+    for (const pid of new Set([...dbBefore.keys(), ...postgresPids()])) {
+      const cpu = procStats(pid).cpuS
+      if (Number.isFinite(cpu)) databaseCpuS += cpu - (dbBefore.get(pid) ?? 0)
+    }
+  }
   const client = process.cpuUsage(clientBefore)
   const busy = machineBusyS() - busyBefore
   const ours = otherPids.reduce((a, pid, i) => a + (procStats(pid).cpuS - othersBefore[i]), 0)
@@ -730,9 +755,17 @@ export const runScenario = async (
     serverCpuS: after.cpuS - before.cpuS,
     serverCpuUsPerRequest: total > 0 ? ((after.cpuS - before.cpuS) * 1e6) / total : NaN,
     serverCpuPercent: ((after.cpuS - before.cpuS) / seconds) * 100,
+    ...(database
+      ? {
+        databaseCpuS,
+        databaseCpuUsPerRequest: total > 0 ? (databaseCpuS * 1e6) / total : NaN,
+        databaseCpuPercent: (databaseCpuS / seconds) * 100
+      }
+      : {}),
     loadGeneratorCpuPercent: ((client.user + client.system) / 1e6 / seconds) * 100,
     // Everything else on the machine (other users' processes), in % of one core: should be near 0.
-    foreignCpuPercent: ((busy - (after.cpuS - before.cpuS) - (client.user + client.system) / 1e6 - ours) / seconds) *
+    foreignCpuPercent:
+      ((busy - (after.cpuS - before.cpuS) - databaseCpuS - (client.user + client.system) / 1e6 - ours) / seconds) *
       100,
     loadAverage1m: os.loadavg()[0]
   }
