@@ -433,7 +433,7 @@ const printTable = () => {
         } subscriptions ${st.subscriptions}, outbox ${st.mail_outbox} (sent ${st.mail_outbox_sent}), ` +
           `transfers approved ${st.transfers_approved}, declined ${st.transfers_declined}, pending ${st.transfers_pending}, ` +
           `idempotency keys ${st.idempotency_keys} (open ${st.idempotency_keys_open})${ok ? "" : "  !!"}${
-            st.idempotency_keys_open > 0 ? "  (open keys: requests cut off when a window ended; the lease frees them)" : ""
+            st.idempotency_keys_open > 0 ? "  (open keys: requests cut off when a window ended)" : ""
           }`
       )
     }
