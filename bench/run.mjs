@@ -231,6 +231,8 @@ const main = async () => {
         try {
           target = await startTarget(name, { dataDir, smtpPort: sink.port, databaseUrl })
           start.startupMs = Math.round(performance.now() - startedAt)
+          const commit = /synchronous_commit=(\w+)/.exec(target.output())?.[1]
+          if (commit !== undefined) start.synchronousCommit = commit
           const ctx = await prepareTarget(target, options.scenarios)
           start.idleRssMb = procStats(target.pid).rssKb / 1024
           if (round === 1) {
@@ -270,6 +272,7 @@ const main = async () => {
             const odd = (run.unexpectedResponses > 0 ? `  !! ${run.unexpectedResponses} unexpected answers` : "") +
               (run.errors > 0 ? `  ${run.errors} socket errors` : "") +
               (run.reconnects > 0 ? `  ${run.reconnects} reconnects` : "") +
+              (run.responsesPerInstance ? `  (responses per instance ${run.responsesPerInstance.join(" + ")})` : "") +
               (run.foreignCpuPercent > 10 ? `  !! other processes used ${fmtInt(run.foreignCpuPercent)}% CPU` : "") +
               (quiet !== undefined ? `  (waited ${(quiet.waitedMs / 1000).toFixed(1)} s for a quieter machine)` : "")
             console.log(

@@ -735,7 +735,14 @@ export const runScenario = async (
     unexpectedResponses: total - expected,
     statusCounts,
     ...(tally.unexpected > 0 ? { failedCheck: tally.unexpected } : {}),
-    ...(pids.length > 1 ? { instances: pids.length } : {}),
+    ...(pids.length > 1
+      ? {
+        instances: pids.length,
+        responsesPerInstance: results.map((r) =>
+          Object.values(r.statusCodeStats).reduce((a, v) => a + v.count, 0)
+        )
+      }
+      : {}),
     errors: result.errors,
     timeouts: result.timeouts,
     // Connections the load generator had to open again because the server closed (or reset) one.
