@@ -5,7 +5,7 @@ import Fastify from "fastify"
 import { acceptedBodies, announce, makeReference, MaxBodyBytes, mediaTypeOf } from "./lib/reference.mjs"
 
 const port = Number(process.env.PORT ?? 3002)
-const ref = makeReference({
+const ref = await makeReference({
   filename: process.env.DB_FILE ?? "bench-ref-fastify.db",
   baseUrl: process.env.BASE_URL ?? `http://localhost:${port}`
 })
@@ -75,7 +75,7 @@ app.post("/merchant/transfers/payment", (request, reply) => {
   if (mediaTypeOf(request.headers["content-type"]) !== "application/json") {
     return send(reply, ref.error("unsupported_media_type", "Content-Type must be application/json.", request.requestId))
   }
-  send(reply, ref.createTransfer(client, request.body, request.requestId))
+  send(reply, ref.createTransfer(client, request.body, request.requestId, request.headers["idempotency-key"]))
 })
 
 app.get("/merchant/transfers/payment/:id", (request, reply) => {

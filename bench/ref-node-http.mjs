@@ -1,19 +1,26 @@
 // Reference 1: plain node:http + better-sqlite3, doing the service's work for the benchmarked endpoints
 // (bench/lib/reference.mjs). Env: PORT, DB_FILE, BASE_URL.
+// With --postgres it is ref-pg: the same server and code on PostgreSQL through pg (env DATABASE_URL).
 import { createServer } from "node:http"
-import { acceptedBodies, announce, makeReference, MaxBodyBytes, mediaTypeOf } from "./lib/reference.mjs"
+import { acceptedBodies, announce, makeReference, MaxBodyBytes, mediaTypeOf, when } from "./lib/reference.mjs"
 
 const port = Number(process.env.PORT ?? 3001)
-const ref = makeReference({
-  filename: process.env.DB_FILE ?? "bench-ref-node.db",
+const postgres = process.argv.includes("--postgres")
+if (postgres && !/^postgres(ql)?:/.test(process.env.DATABASE_URL ?? "")) {
+  throw new Error("--postgres needs DATABASE_URL=postgres://...")
+}
+const ref = await makeReference({
+  ...(postgres ? { databaseUrl: process.env.DATABASE_URL } : { filename: process.env.DB_FILE ?? "bench-ref-node.db" }),
   baseUrl: process.env.BASE_URL ?? `http://localhost:${port}`
 })
 
-const send = (res, r) => {
-  if (r.body !== "") r.headers["content-length"] = Buffer.byteLength(r.body)
-  res.writeHead(r.status, r.headers)
-  res.end(r.body)
-}
+// r: an answer, or (PostgreSQL) a Promise of one.
+const send = (res, r) =>
+  when(r, (r) => {
+    if (r.body !== "") r.headers["content-length"] = Buffer.byteLength(r.body)
+    res.writeHead(r.status, r.headers)
+    res.end(r.body)
+  })
 
 // The body as a string, at most MaxBodyBytes; undefined (and a 413 sent) when larger.
 const readBody = (req, res, requestId, then) => {
@@ -70,27 +77,29 @@ const server = createServer(
       })
     }
     if (path === "/merchant/transfers/payment" && req.method === "POST") {
-      const client = ref.authenticate(req.headers.authorization)
-      if (client === undefined) return (req.resume(), send(res, ref.unauthorized(requestId)))
-      if (type !== "application/json") {
-        req.resume()
-        return send(res, ref.error("unsupported_media_type", "Content-Type must be application/json.", requestId))
-      }
-      return readBody(req, res, requestId, (text) => {
-        let body
-        try {
-          body = JSON.parse(text)
-        } catch {
-          return send(res, bodyInvalid(requestId))
+      return when(ref.authenticate(req.headers.authorization), (client) => {
+        if (client === undefined) return (req.resume(), send(res, ref.unauthorized(requestId)))
+        if (type !== "application/json") {
+          req.resume()
+          return send(res, ref.error("unsupported_media_type", "Content-Type must be application/json.", requestId))
         }
-        send(res, ref.createTransfer(client, body, requestId))
+        return readBody(req, res, requestId, (text) => {
+          let body
+          try {
+            body = JSON.parse(text)
+          } catch {
+            return send(res, bodyInvalid(requestId))
+          }
+          send(res, ref.createTransfer(client, body, requestId, req.headers["idempotency-key"]))
+        })
       })
     }
     if (path.startsWith("/merchant/transfers/payment/") && req.method === "GET") {
-      const client = ref.authenticate(req.headers.authorization)
-      if (client === undefined) return send(res, ref.unauthorized(requestId))
-      const id = decodeURIComponent(path.slice("/merchant/transfers/payment/".length))
-      return send(res, ref.getTransfer(client, id, req.headers["if-none-match"], requestId))
+      return when(ref.authenticate(req.headers.authorization), (client) => {
+        if (client === undefined) return send(res, ref.unauthorized(requestId))
+        const id = decodeURIComponent(path.slice("/merchant/transfers/payment/".length))
+        return send(res, ref.getTransfer(client, id, req.headers["if-none-match"], requestId))
+      })
     }
     if (path === "/healthz" && req.method === "GET") {
       return send(res, { status: 200, headers: { "content-type": "application/json" }, body: "{\"status\":\"ok\"}" })
@@ -101,6 +110,6 @@ const server = createServer(
 )
 
 server.listen(port, "0.0.0.0", () => announce(ref, port))
-const stop = () => server.close(() => (ref.close(), process.exit(0)))
+const stop = () => server.close(() => when(ref.close(), () => process.exit(0)))
 process.on("SIGTERM", stop)
 process.on("SIGINT", stop)

@@ -4,9 +4,14 @@
 //
 //   --quick                 2 s per scenario, 1 round, short warm-up (a smoke test)
 //   --deno                  also the Deno app (SQLite through node:sqlite)
-//   --postgres              also the Node app on PostgreSQL (a throwaway database per start, dropped after)
+//   --postgres              also the Node app on PostgreSQL (service-pg), its reference (ref-pg: node:http + pg)
+//                           and two processes of the app on one database (service-pg-x2); a throwaway database
+//                           per start, dropped after
+//   --scaleout              only service-pg-x2 of the PostgreSQL targets, with service-pg to compare it with
 //   --duration=S --rounds=N --connections=C --warmup=S   override the defaults (10 s, 3, 50, 1 s)
-//   --scenarios=a,b         a subset of approved,declined,notModified,subscribe
+//   --scenarios=a,b         a subset of approved,approvedIdempotent,replay,declined,notModified,subscribe
+//   --targets=a,b           a subset of the targets the other flags chose (service, ref1, ref2, deno,
+//                           service-pg, ref-pg, service-pg-x2)
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import os from "node:os"
 import { join, relative } from "node:path"
@@ -21,6 +26,7 @@ import {
   machineInfo,
   median,
   postgresAvailable,
+  postgresPids,
   prepareTarget,
   procStats,
   root,
@@ -39,7 +45,18 @@ import {
 const argv = process.argv.slice(2)
 const flag = (name) => argv.includes(`--${name}`)
 const value = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1]
-const known = ["quick", "deno", "postgres", "duration", "rounds", "connections", "warmup", "scenarios"]
+const known = [
+  "quick",
+  "deno",
+  "postgres",
+  "scaleout",
+  "duration",
+  "rounds",
+  "connections",
+  "warmup",
+  "scenarios",
+  "targets"
+]
 for (const a of argv) {
   if (!known.includes(a.replace(/^--/, "").split("=")[0])) {
     console.error(`unknown option ${a}; options: ${known.map((k) => `--${k}`).join(" ")}`)
@@ -55,7 +72,9 @@ const options = {
   warmupS: Number(value("warmup") ?? (quick ? 0.5 : 1)),
   scenarios: value("scenarios")?.split(",") ?? scenarioOrder,
   deno: flag("deno"),
-  postgres: flag("postgres")
+  postgres: flag("postgres") || flag("scaleout"),
+  scaleout: flag("scaleout"),
+  targets: value("targets")?.split(",")
 }
 for (const s of options.scenarios) {
   if (!scenarios[s]) {
@@ -68,10 +87,27 @@ const targetNames = [
   "ref1",
   "ref2",
   ...(options.deno ? ["deno"] : []),
-  ...(options.postgres ? ["service-pg"] : [])
-]
-const apps = targetNames.filter((t) => targetDefinitions[t].app)
-const refs = ["ref1", "ref2"]
+  ...(options.postgres ? ["service-pg", ...(options.scaleout ? [] : ["ref-pg"]), "service-pg-x2"] : [])
+].filter((t) => options.targets === undefined || options.targets.includes(t))
+for (const t of options.targets ?? []) {
+  if (!targetDefinitions[t]) {
+    console.error(`unknown target ${t}`)
+    process.exit(2)
+  }
+  if (!targetNames.includes(t)) {
+    console.error(`target ${t} needs its flag (--deno, --postgres)`)
+    process.exit(2)
+  }
+}
+// The req/s ratios printed: each app against the SQLite references; the app on PostgreSQL against ref-pg
+// too; two instances against one.
+const ratioPairs = [
+  ...["service", "deno", "service-pg"].flatMap((app) => ["ref1", "ref2"].map((ref) => [app, ref])),
+  ["service-pg", "ref-pg"],
+  ["service-pg-x2", "service-pg"],
+  ["service-pg-x2", "ref-pg"]
+].filter(([a, b]) => targetNames.includes(a) && targetNames.includes(b))
+const ratioNames = ratioPairs.map(([a, b]) => `${a}/${b}`)
 
 // ---- cleanup on every exit path
 
@@ -121,8 +157,8 @@ const results = {
   machine: machineInfo(),
   notes: [
     "One server process at a time; autocannon runs in the harness process on the same machine (loopback).",
-    "Scenario order per server start: approved, declined, notModified, subscribe (the service's outbox worker " +
-    "keeps sending mail after subscribe, so it runs last).",
+    "Scenario order per server start: approved, approvedIdempotent, replay, declined, notModified, subscribe " +
+    "(the service's outbox worker keeps sending mail after subscribe, so it runs last).",
     "rps counts only responses with the expected status; latency percentiles cover every response.",
     "peakRssMb: VmHWM of the server process, reset at the start of each measured scenario (clear_refs).",
     `The Node app (service, service-pg) runs as npm start runs it: node ${
@@ -133,6 +169,15 @@ const results = {
         `The Deno app runs as npm run start:deno runs it: ${
           denoStartCommand().map((a) => a.startsWith(root) ? relative(root, a) : a).join(" ")
         }.`
+      ]
+      : []),
+    ...(targetNames.includes("service-pg-x2")
+      ? [
+        `service-pg-x2: two processes of the bundle on one PostgreSQL database, each sent half the connections by ` +
+        `its own autocannon instance (both in the harness process); req/s, CPU and peak RSS are summed. All ` +
+        `processes (both app instances, PostgreSQL, the load generator) share the machine's ${
+          os.availableParallelism?.() ?? os.cpus().length
+        } cores.`
       ]
       : [])
   ],
@@ -163,6 +208,12 @@ const main = async () => {
       `${options.durationS} s (+${options.warmupS} s warm-up), ${options.connections} connections; planned load time ` +
       `${Math.round(plannedS)} s`
   )
+  if (targetNames.includes("service-pg-x2")) {
+    console.log(
+      `bench: service-pg-x2 runs two app processes on one database, half the connections each; note that all ` +
+        `processes (both instances, PostgreSQL, the load generator) share the machine's ${m.cpuCount} cores`
+    )
+  }
   // The Node app runs as `npm start` runs it: the bundle, built once here (not inside any start-up time).
   if (targetNames.some((t) => targetDefinitions[t].bundle)) buildApp()
   const sink = await startSmtpSink()
@@ -180,12 +231,15 @@ const main = async () => {
         try {
           target = await startTarget(name, { dataDir, smtpPort: sink.port, databaseUrl })
           start.startupMs = Math.round(performance.now() - startedAt)
-          const ctx = await prepareTarget(target)
+          const commit = /synchronous_commit=(\w+)/.exec(target.output())?.[1]
+          if (commit !== undefined) start.synchronousCommit = commit
+          const ctx = await prepareTarget(target, options.scenarios)
           start.idleRssMb = procStats(target.pid).rssKb / 1024
           if (round === 1) {
             const answers = await runConformance(target, ctx)
             results.conformance[name] = { answers }
           }
+          const usesPostgres = targetDefinitions[name].database === "postgres"
           for (const scenario of options.scenarios) {
             let quiet
             if (options.warmupS > 0) {
@@ -197,7 +251,10 @@ const main = async () => {
               })
               // A busy machine (someone else's processes) during the warm-up: wait a little for it to calm.
               if (warm.foreignCpuPercent > 25 && quietBudgetMs > 0) {
-                quiet = await waitForQuiet({ ownPids: [target.pid, sink.pid], maxMs: Math.min(10_000, quietBudgetMs) })
+                quiet = await waitForQuiet({
+                  ownPids: [...(target.pids ?? [target.pid]), sink.pid, ...(usesPostgres ? postgresPids() : [])],
+                  maxMs: Math.min(10_000, quietBudgetMs)
+                })
                 quietBudgetMs -= quiet.waitedMs
               }
             }
@@ -215,14 +272,19 @@ const main = async () => {
             const odd = (run.unexpectedResponses > 0 ? `  !! ${run.unexpectedResponses} unexpected answers` : "") +
               (run.errors > 0 ? `  ${run.errors} socket errors` : "") +
               (run.reconnects > 0 ? `  ${run.reconnects} reconnects` : "") +
+              (run.responsesPerInstance ? `  (responses per instance ${run.responsesPerInstance.join(" + ")})` : "") +
               (run.foreignCpuPercent > 10 ? `  !! other processes used ${fmtInt(run.foreignCpuPercent)}% CPU` : "") +
               (quiet !== undefined ? `  (waited ${(quiet.waitedMs / 1000).toFixed(1)} s for a quieter machine)` : "")
             console.log(
-              `  ${name.padEnd(10)} ${scenario.padEnd(11)} ${fmtInt(run.rps).padStart(7)} req/s  p50 ${
+              `  ${name.padEnd(13)} ${scenario.padEnd(18)} ${fmtInt(run.rps).padStart(7)} req/s  p50 ${
                 fmtMs(run.latencyMs.p50)
               } ms  p99 ${fmtMs(run.latencyMs.p99)} ms  RSS ${fmtInt(run.peakRssMb)} MB  CPU ${
                 fmtInt(run.serverCpuUsPerRequest)
-              } us/req (server ${fmtInt(run.serverCpuPercent)}%, load gen ${fmtInt(run.loadGeneratorCpuPercent)}%)${
+              } us/req (server ${fmtInt(run.serverCpuPercent)}%, load gen ${fmtInt(run.loadGeneratorCpuPercent)}%${
+                run.databaseCpuUsPerRequest !== undefined
+                  ? `, postgres ${fmtInt(run.databaseCpuUsPerRequest)} us/req ${fmtInt(run.databaseCpuPercent)}%`
+                  : ""
+              })${
                 run.mailsDeliveredDuringRun !== undefined ? `  mails ${run.mailsDeliveredDuringRun}` : ""
               }${odd}`
             )
@@ -246,20 +308,21 @@ const main = async () => {
       const ratios = { round, rps: {} }
       for (const scenario of options.scenarios) {
         const rs = roundRuns[scenario] ?? {}
-        for (const app of apps) {
-          for (const ref of refs) {
-            if (rs[app] && rs[ref]) (ratios.rps[scenario] ??= {})[`${app}/${ref}`] = rs[app].rps / rs[ref].rps
-          }
+        for (const [a, b] of ratioPairs) {
+          if (rs[a] && rs[b]) (ratios.rps[scenario] ??= {})[`${a}/${b}`] = rs[a].rps / rs[b].rps
         }
         const text = Object.entries(ratios.rps[scenario] ?? {}).map(([k, v]) => `${k} ${fmtRatio(v)}`).join(", ")
         console.log(`  round ${round} ${scenario}: ${text}`)
       }
       results.ratiosByRound.push(ratios)
     }
-    if (results.conformance.service) {
-      for (const name of targetNames.filter((t) => t !== "service")) {
+    // The baseline: the service, or (--targets without it) the first app that answered.
+    const baseline = targetNames.find((t) => targetDefinitions[t].app && results.conformance[t])
+    if (baseline !== undefined) {
+      results.conformanceBaseline = baseline
+      for (const name of targetNames.filter((t) => t !== baseline)) {
         const c = results.conformance[name]
-        if (c) Object.assign(c, compareConformance(results.conformance.service.answers, c.answers))
+        if (c) Object.assign(c, compareConformance(results.conformance[baseline].answers, c.answers))
       }
     }
   } finally {
@@ -282,24 +345,23 @@ const summarise = () => {
         p99Ms: stat((r) => r.latencyMs.p99),
         peakRssMb: stat((r) => r.peakRssMb),
         serverCpuUsPerRequest: stat((r) => r.serverCpuUsPerRequest),
+        databaseCpuUsPerRequest: stat((r) => r.databaseCpuUsPerRequest ?? NaN),
         loadGeneratorCpuPercent: stat((r) => r.loadGeneratorCpuPercent),
         reconnectsPerResponse: stat((r) => Math.max(0, r.reconnectsPerResponse)),
         foreignCpuPercent: stat((r) => r.foreignCpuPercent),
         unexpectedResponses: runs.reduce((a, r) => a + r.unexpectedResponses, 0)
       }
     }
-    for (const app of apps) {
-      for (const ref of refs) {
-        const xs = results.ratiosByRound.map((r) => r.rps[scenario]?.[`${app}/${ref}`]).filter(Number.isFinite)
-        s.ratios[`${app}/${ref}`] = { median: median(xs), min: Math.min(...xs), max: Math.max(...xs), values: xs }
-      }
+    for (const pair of ratioNames) {
+      const xs = results.ratiosByRound.map((r) => r.rps[scenario]?.[pair]).filter(Number.isFinite)
+      s.ratios[pair] = { median: median(xs), min: Math.min(...xs), max: Math.max(...xs), values: xs }
     }
     results.summary[scenario] = s
   }
 }
 
 const printTable = () => {
-  const widths = [27, 24, 21, 21, 16, 11, 10]
+  const widths = [targetNames.includes("service-pg-x2") ? 37 : 27, 24, 21, 21, 16, 11, 10]
   const out = []
   out.push("")
   out.push(
@@ -334,13 +396,20 @@ const printTable = () => {
       )
     }
   }
-  const conformance = Object.entries(results.conformance).filter(([name]) => name !== "service")
+  if (targetNames.includes("service-pg-x2")) {
+    out.push("")
+    out.push(
+      `service-pg-x2: two processes on one database, req/s/CPU/RSS summed; all processes share the machine's ${results.machine.cpuCount} cores.`
+    )
+  }
+  const baseline = results.conformanceBaseline
+  const conformance = Object.entries(results.conformance).filter(([name, c]) => name !== baseline && c.differences)
   if (conformance.length > 0) {
     out.push("")
     out.push(
-      `conformance vs the service (${
-        results.conformance.service ? Object.keys(results.conformance.service.answers).length : 0
-      } requests: status, error code/type/param, body shape, headers):`
+      `conformance vs ${baseline} (${
+        Object.keys(results.conformance[baseline].answers).length
+      } requests: status, error code/type/param, body shape, headers, replayed bytes):`
     )
     for (const [name, c] of conformance) {
       out.push(
@@ -348,7 +417,7 @@ const printTable = () => {
           `${c.messageDifferences} message text(s) differ`
       )
       for (const d of c.differences.slice(0, 10)) {
-        out.push(`    ${d.case}: ${d.field} service=${d.baseline} ${name}=${d.target}`)
+        out.push(`    ${d.case}: ${d.field} ${baseline}=${d.baseline} ${name}=${d.target}`)
       }
     }
   }
@@ -363,10 +432,11 @@ const printTable = () => {
       const ok = st.mail_outbox >= st.subscriptions && st.transfers_pending === 0
       out.push(
         `  round ${s.round} ${
-          s.target.padEnd(10)
+          s.target.padEnd(13)
         } subscriptions ${st.subscriptions}, outbox ${st.mail_outbox} (sent ${st.mail_outbox_sent}), ` +
-          `transfers approved ${st.transfers_approved}, declined ${st.transfers_declined}, pending ${st.transfers_pending}${
-            ok ? "" : "  !!"
+          `transfers approved ${st.transfers_approved}, declined ${st.transfers_declined}, pending ${st.transfers_pending}, ` +
+          `idempotency keys ${st.idempotency_keys} (open ${st.idempotency_keys_open})${ok ? "" : "  !!"}${
+            st.idempotency_keys_open > 0 ? "  (open keys: requests cut off when a window ended)" : ""
           }`
       )
     }

@@ -13,7 +13,9 @@ const transfer = (mutate, reference) => {
   return JSON.stringify(body)
 }
 
-// [name, (ctx, unique) => request]
+// [name, (ctx, unique, state) => request]; `state` carries values from one case to a later one (an
+// Idempotency-Key and its body). A request with `sameAs` records whether its body is the named case's, byte
+// for byte.
 export const cases = [
   [
     "subscribe form",
@@ -115,6 +117,50 @@ export const cases = [
   ],
   ["transfer as a form", () => ({ path: "/merchant/transfers/payment", type: form, body: "a=b" })],
   ["transfer malformed json", () => ({ path: "/merchant/transfers/payment", body: "{\"payment_transfer\":" })],
+  ["transfer Idempotency-Key", (_c, u, st) => {
+    st.reference = u()
+    st.key = `key-${st.reference}`
+    st.body = transfer(() => {}, st.reference)
+    return { path: "/merchant/transfers/payment", idempotencyKey: st.key, body: st.body }
+  }],
+  ["transfer Idempotency-Key replay", (_c, _u, st) => ({
+    path: "/merchant/transfers/payment",
+    idempotencyKey: st.key,
+    body: st.body,
+    sameAs: "transfer Idempotency-Key"
+  })],
+  ["transfer Idempotency-Key replay, keys reordered", (_c, _u, st) => {
+    const body = JSON.parse(st.body)
+    const t = body.payment_transfer
+    const reordered = Object.fromEntries(Object.entries(t).reverse())
+    return {
+      path: "/merchant/transfers/payment",
+      idempotencyKey: st.key,
+      body: JSON.stringify({ payment_transfer: reordered }, null, 1),
+      sameAs: "transfer Idempotency-Key"
+    }
+  }],
+  ["transfer Idempotency-Key other body (422)", (_c, u, st) => ({
+    path: "/merchant/transfers/payment",
+    idempotencyKey: st.key,
+    body: transfer(() => {}, u())
+  })],
+  ["transfer Idempotency-Key declined", (_c, u, st) => {
+    st.declinedKey = `key-${u()}`
+    st.declinedBody = transfer((t) => (t.sender_account_uri = "pan:4000000000000002;exp=2099-01;cvc=123"), u())
+    return { path: "/merchant/transfers/payment", idempotencyKey: st.declinedKey, body: st.declinedBody }
+  }],
+  ["transfer Idempotency-Key declined replay", (_c, _u, st) => ({
+    path: "/merchant/transfers/payment",
+    idempotencyKey: st.declinedKey,
+    body: st.declinedBody,
+    sameAs: "transfer Idempotency-Key declined"
+  })],
+  ["transfer Idempotency-Key invalid", (_c, u) => ({
+    path: "/merchant/transfers/payment",
+    idempotencyKey: "has space",
+    body: transfer(() => {}, u())
+  })],
   ["get transfer", (c) => ({ method: "GET", path: `/merchant/transfers/payment/${c.transferId}` })],
   [
     "get transfer If-None-Match",
@@ -136,18 +182,22 @@ export const runConformance = async (target, ctx) => {
   let n = 0
   const unique = () => `conf-${Date.now().toString(36)}-${n++}`
   const answers = {}
+  const texts = {}
+  const state = {}
   for (const [name, make] of cases) {
-    const r = make(ctx, unique)
+    const r = make(ctx, unique, state)
     const method = r.method ?? "POST"
     const headers = { authorization: `Bearer ${r.key ?? ctx.apiKey}` }
     if (method === "POST") headers["content-type"] = r.type ?? json
     if (r.inm) headers["if-none-match"] = r.inm
+    if (r.idempotencyKey !== undefined) headers["idempotency-key"] = r.idempotencyKey
     const res = await fetch(`${target.baseUrl}${r.path}`, {
       method,
       headers,
       body: method === "POST" ? r.body : undefined
     })
     const text = await res.text()
+    texts[name] = text
     let body
     try {
       body = text === "" ? undefined : JSON.parse(text)
@@ -162,8 +212,10 @@ export const runConformance = async (target, ctx) => {
       param: e?.param,
       decline_code: e?.decline_code,
       shape: JSON.stringify(shape(body)),
-      headers: ["location", "etag", "last-modified", "cache-control", "x-request-id"].filter((h) => res.headers.has(h))
-        .join(","),
+      headers: ["location", "etag", "last-modified", "cache-control", "x-request-id", "idempotent-replayed"].filter((h) =>
+        res.headers.has(h)
+      ).join(","),
+      ...(r.sameAs === undefined ? {} : { sameBody: text === texts[r.sameAs] }),
       contentType: res.headers.get("content-type")?.split(";")[0],
       message: e?.message
     }
@@ -179,7 +231,7 @@ export const compareConformance = (baseline, answers) => {
     const a = baseline[name]
     const b = answers[name]
     if (a === undefined || b === undefined) continue
-    for (const k of ["status", "code", "type", "param", "decline_code", "shape", "headers", "contentType"]) {
+    for (const k of ["status", "code", "type", "param", "decline_code", "shape", "headers", "contentType", "sameBody"]) {
       if (a[k] !== b[k]) differences.push({ case: name, field: k, baseline: a[k], target: b[k] })
     }
     const text = (m) => m?.replace(/tr_[0-9A-Za-z]{24}/g, "tr_...")

@@ -4,7 +4,7 @@
 import autocannon from "autocannon"
 import Database from "better-sqlite3"
 import { execFileSync, fork, spawn } from "node:child_process"
-import { readFileSync, statfsSync, writeFileSync } from "node:fs"
+import { readdirSync, readFileSync, statfsSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { createServer } from "node:net"
 import os from "node:os"
@@ -154,6 +154,21 @@ export const waitForQuiet = async ({ ownPids, maxMs, thresholdPercent = 20 }) =>
     if (foreign < thresholdPercent) break
   }
   return { waitedMs: Math.round(performance.now() - started), foreignCpuPercent: foreign }
+}
+
+// PostgreSQL's processes on this machine (postmaster, backends, walwriter...): their CPU is the database's
+// work for a PostgreSQL target, not "other processes". (Another user of the same server would be counted too.)
+export const postgresPids = () => {
+  const pids = []
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, "utf8").trim() === "postgres") pids.push(Number(entry))
+    } catch {
+      // gone
+    }
+  }
+  return pids
 }
 
 // Writing 5 to clear_refs resets VmHWM to the current RSS (Linux 4.0+), so each scenario gets its own peak.
@@ -318,12 +333,56 @@ export const targetDefinitions = {
     bundle: true,
     database: "postgres",
     app: true
+  },
+  "ref-pg": {
+    label: "ref-pg node:http+pg",
+    short: "ref-pg",
+    command: () => [process.execPath, "bench/ref-node-http.mjs", "--postgres"],
+    database: "postgres"
+  },
+  // Two processes of the bundle on one database, each on its own port; the load is split between them.
+  "service-pg-x2": {
+    label: "service x2 (node, postgres)",
+    short: "service-pg-x2",
+    command: nodeService,
+    bundle: true,
+    database: "postgres",
+    app: true,
+    instances: 2
   }
 }
 
 // Starts a target on a free port with a fresh database; resolves once /healthz answers and the API key is
-// known. Output is kept (the last 16 kB) for error reports and otherwise discarded.
-export const startTarget = async (name, { dataDir, smtpPort, databaseUrl, extraNodeArgs = [], env = {} }) => {
+// known. Output is kept (the last 16 kB) for error reports and otherwise discarded. A target of several
+// instances (service-pg-x2) starts them one after the other on the same database: the second finds the
+// first's API client (and prints no key), so it is given the first one's key. The result then has `pids`
+// and `baseUrls` (one per instance); `pid` and `baseUrl` are the first's.
+export const startTarget = async (name, options) => {
+  const def = targetDefinitions[name]
+  if ((def.instances ?? 1) === 1) return startInstance(name, options)
+  const instances = []
+  try {
+    for (let i = 0; i < def.instances; i++) {
+      instances.push(await startInstance(name, { ...options, apiKey: instances[0]?.apiKey }))
+    }
+  } catch (e) {
+    await Promise.all(instances.map((t) => t.stop()))
+    throw e
+  }
+  return {
+    ...instances[0],
+    pids: instances.map((t) => t.pid),
+    baseUrls: instances.map((t) => t.baseUrl),
+    instances,
+    output: () => instances.map((t, i) => `[instance ${i + 1}]\n${t.output()}`).join("\n"),
+    stop: async (graceMs) => {
+      const exits = await Promise.all(instances.map((t) => t.stop(graceMs)))
+      return exits.length === 1 ? exits[0] : { instances: exits }
+    }
+  }
+}
+
+const startInstance = async (name, { dataDir, smtpPort, databaseUrl, extraNodeArgs = [], env = {}, apiKey: knownKey }) => {
   const def = targetDefinitions[name]
   if (def.bundle) buildApp()
   const port = await freePort()
@@ -353,7 +412,7 @@ export const startTarget = async (name, { dataDir, smtpPort, databaseUrl, extraN
   child.stdout.setEncoding("utf8").on("data", keep)
   child.stderr.setEncoding("utf8").on("data", keep)
   const exited = new Promise((r) => child.once("exit", (code, signal) => r({ code, signal })))
-  let apiKey
+  let apiKey = knownKey
   const deadline = Date.now() + 60_000
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) {
@@ -441,6 +500,50 @@ export const scenarios = {
       }]
     }
   },
+  approvedIdempotent: {
+    title: "POST /merchant/transfers/payment approved, new Idempotency-Key each request (201)",
+    expect: 201,
+    requests: (ctx) => {
+      const body = transferTemplate(futureExpiry())
+      const tag = `ik${Date.now().toString(36)}`
+      const headers = { "content-type": "application/json", authorization: `Bearer ${ctx.apiKey}` }
+      return [{
+        method: "POST",
+        path: "/merchant/transfers/payment",
+        headers,
+        setupRequest: (req) => {
+          const id = unique(tag)
+          return { ...req, headers: { ...headers, "idempotency-key": `key-${id}` }, body: body(id) }
+        }
+      }]
+    }
+  },
+  replay: {
+    title: "POST /merchant/transfers/payment, a used Idempotency-Key + same body (201 replayed)",
+    expect: 201,
+    // The keys were used before the timed window (prepareTarget); a 201 without `Idempotent-Replayed: true`
+    // or with other bytes than the first answer is counted as unexpected.
+    requests: (ctx, tally) => {
+      const pool = ctx.replayPool
+      let next = Math.floor(Math.random() * pool.length)
+      const headers = { "content-type": "application/json", authorization: `Bearer ${ctx.apiKey}` }
+      return [{
+        method: "POST",
+        path: "/merchant/transfers/payment",
+        headers,
+        setupRequest: (req, context) => {
+          const entry = pool[next++ % pool.length]
+          context.expected = entry.response
+          return { ...req, headers: { ...headers, "idempotency-key": entry.key }, body: entry.body }
+        },
+        onResponse: (status, body, context, responseHeaders) => {
+          if (status !== 201) return
+          const replayed = responseHeaders["idempotent-replayed"] ?? responseHeaders["Idempotent-Replayed"]
+          if (replayed !== "true" || body !== context.expected) tally.unexpected++
+        }
+      }]
+    }
+  },
   declined: {
     title: "POST /merchant/transfers/payment expired card (402, one insert)",
     expect: 402,
@@ -482,10 +585,14 @@ export const scenarios = {
   }
 }
 // Subscribe runs last on each server: the service keeps mailing its backlog after it (outbox worker).
-export const scenarioOrder = ["approved", "declined", "notModified", "subscribe"]
+export const scenarioOrder = ["approved", "approvedIdempotent", "replay", "declined", "notModified", "subscribe"]
 
-// One transfer to GET, and its ETag.
-export const prepareTarget = async (target) => {
+// The replay scenario's keys: transfers made with an Idempotency-Key before anything is timed.
+export const ReplayPoolSize = 300
+
+// One transfer to GET, and its ETag; with `replay` among the scenarios, ReplayPoolSize transfers made with
+// keys (10 at a time), and their answers, for the replay scenario to send again.
+export const prepareTarget = async (target, scenarioNames = []) => {
   const created = await fetch(`${target.baseUrl}/merchant/transfers/payment`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${target.apiKey}` },
@@ -504,7 +611,35 @@ export const prepareTarget = async (target) => {
   })
   await check.arrayBuffer()
   if (check.status !== 304) throw new Error(`${target.name}: If-None-Match answered ${check.status}, not 304`)
-  return { apiKey: target.apiKey, transferId: id, etag }
+  const ctx = { apiKey: target.apiKey, transferId: id, etag }
+  if (scenarioNames.includes("replay")) ctx.replayPool = await replayPool(target)
+  return ctx
+}
+
+const replayPool = async (target) => {
+  const tag = `rp${Date.now().toString(36)}`
+  const pool = Array.from({ length: ReplayPoolSize }, (_, i) => ({
+    key: `replay-${tag}-${i}`,
+    body: transferBody(`${tag}-${i}`)
+  }))
+  let next = 0
+  const worker = async () => {
+    for (let entry = pool[next++]; entry !== undefined; entry = pool[next++]) {
+      const res = await fetch(`${target.baseUrl}/merchant/transfers/payment`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          authorization: `Bearer ${target.apiKey}`,
+          "idempotency-key": entry.key
+        },
+        body: entry.body
+      })
+      entry.response = await res.text()
+      if (res.status !== 201) throw new Error(`${target.name}: a replay-pool transfer answered ${res.status}`)
+    }
+  }
+  await Promise.all(Array.from({ length: 10 }, worker))
+  return pool
 }
 
 // Drives one scenario against a running target for `duration` seconds and measures it: throughput of the
@@ -518,40 +653,75 @@ export const runScenario = async (
 ) => {
   const scenario = scenarios[scenarioName]
   const latencies = []
-  const peakReset = measure ? resetPeakRss(target.pid) : false
-  const before = procStats(target.pid)
+  // Several instances (service-pg-x2): CPU and peak RSS are summed over them, the connections split.
+  const pids = target.pids ?? [target.pid]
+  const baseUrls = target.baseUrls ?? [target.baseUrl]
+  const peakReset = measure ? pids.map(resetPeakRss).every(Boolean) : false
+  const sumStats = () =>
+    pids.map(procStats).reduce((a, b) => ({
+      hwmKb: a.hwmKb + b.hwmKb,
+      rssKb: a.rssKb + b.rssKb,
+      cpuS: a.cpuS + b.cpuS
+    }))
+  const before = sumStats()
+  const tally = { unexpected: 0 }
+  const database = target.def.database === "postgres"
+  const dbBefore = new Map(database ? postgresPids().map((pid) => [pid, procStats(pid).cpuS]) : [])
   const clientBefore = process.cpuUsage()
   const othersBefore = otherPids.map((pid) => procStats(pid).cpuS)
   const busyBefore = machineBusyS()
   const connectsBefore = connects
   let sampledRssKb = before.rssKb
   const sampler = setInterval(() => {
-    const { rssKb } = procStats(target.pid)
+    const { rssKb } = sumStats()
     if (rssKb > sampledRssKb) sampledRssKb = rssKb
   }, 200)
   const started = performance.now()
-  const result = await new Promise((ok, fail) => {
-    const instance = autocannon({
-      url: target.baseUrl,
-      connections,
-      duration,
-      pipelining: 1,
-      timeout: 10,
-      sampleInt: 250,
-      requests: scenario.requests(ctx)
-    }, (error, res) => (error ? fail(error) : ok(res)))
-    instance.on("response", (_client, _status, _bytes, responseTime) => latencies.push(responseTime))
-  })
+  const share = (i) => Math.floor(connections / baseUrls.length) + (i < connections % baseUrls.length ? 1 : 0)
+  const results = await Promise.all(baseUrls.map((url, i) =>
+    new Promise((ok, fail) => {
+      const instance = autocannon({
+        url,
+        connections: share(i),
+        duration,
+        pipelining: 1,
+        timeout: 10,
+        sampleInt: 250,
+        requests: scenario.requests(ctx, tally)
+      }, (error, res) => (error ? fail(error) : ok(res)))
+      instance.on("response", (_client, _status, _bytes, responseTime) => latencies.push(responseTime))
+    })
+  ))
+  const result = {
+    statusCodeStats: {},
+    errors: results.reduce((a, r) => a + r.errors, 0),
+    timeouts: results.reduce((a, r) => a + r.timeouts, 0),
+    duration: Math.max(...results.map((r) => r.duration || 0))
+  }
+  for (const r of results) {
+    for (const [k, v] of Object.entries(r.statusCodeStats)) {
+      result.statusCodeStats[k] = { count: (result.statusCodeStats[k]?.count ?? 0) + v.count }
+    }
+  }
   const elapsed = (performance.now() - started) / 1000
   clearInterval(sampler)
-  const after = procStats(target.pid)
+  const after = sumStats()
+  let databaseCpuS = 0
+  if (database) {
+    // Backends that started during the run count from zero; those that ended are missed (pools keep theirs).
+    for (const pid of new Set([...dbBefore.keys(), ...postgresPids()])) {
+      const cpu = procStats(pid).cpuS
+      if (Number.isFinite(cpu)) databaseCpuS += cpu - (dbBefore.get(pid) ?? 0)
+    }
+  }
   const client = process.cpuUsage(clientBefore)
   const busy = machineBusyS() - busyBefore
   const ours = otherPids.reduce((a, pid, i) => a + (procStats(pid).cpuS - othersBefore[i]), 0)
   const reconnects = connects - connectsBefore - connections
   const statusCounts = Object.fromEntries(Object.entries(result.statusCodeStats).map(([k, v]) => [k, v.count]))
   const total = Object.values(statusCounts).reduce((a, b) => a + b, 0)
-  const expected = statusCounts[scenario.expect] ?? 0
+  // An expected status whose answer failed the scenario's own check (replay: header and bytes) is unexpected.
+  const expected = (statusCounts[scenario.expect] ?? 0) - tally.unexpected
   latencies.sort((a, b) => a - b)
   const seconds = result.duration || elapsed
   return {
@@ -564,6 +734,15 @@ export const runScenario = async (
     expectedResponses: expected,
     unexpectedResponses: total - expected,
     statusCounts,
+    ...(tally.unexpected > 0 ? { failedCheck: tally.unexpected } : {}),
+    ...(pids.length > 1
+      ? {
+        instances: pids.length,
+        responsesPerInstance: results.map((r) =>
+          Object.values(r.statusCodeStats).reduce((a, v) => a + v.count, 0)
+        )
+      }
+      : {}),
     errors: result.errors,
     timeouts: result.timeouts,
     // Connections the load generator had to open again because the server closed (or reset) one.
@@ -583,9 +762,17 @@ export const runScenario = async (
     serverCpuS: after.cpuS - before.cpuS,
     serverCpuUsPerRequest: total > 0 ? ((after.cpuS - before.cpuS) * 1e6) / total : NaN,
     serverCpuPercent: ((after.cpuS - before.cpuS) / seconds) * 100,
+    ...(database
+      ? {
+        databaseCpuS,
+        databaseCpuUsPerRequest: total > 0 ? (databaseCpuS * 1e6) / total : NaN,
+        databaseCpuPercent: (databaseCpuS / seconds) * 100
+      }
+      : {}),
     loadGeneratorCpuPercent: ((client.user + client.system) / 1e6 / seconds) * 100,
     // Everything else on the machine (other users' processes), in % of one core: should be near 0.
-    foreignCpuPercent: ((busy - (after.cpuS - before.cpuS) - (client.user + client.system) / 1e6 - ours) / seconds) *
+    foreignCpuPercent:
+      ((busy - (after.cpuS - before.cpuS) - databaseCpuS - (client.user + client.system) / 1e6 - ours) / seconds) *
       100,
     loadAverage1m: os.loadavg()[0]
   }
@@ -600,7 +787,9 @@ export const storedCounts = async (target) => {
     mail_outbox_sent: "SELECT count(*) AS n FROM mail_outbox WHERE sent_at IS NOT NULL",
     transfers_approved: "SELECT count(*) AS n FROM transfers WHERE status = 'approved'",
     transfers_declined: "SELECT count(*) AS n FROM transfers WHERE status = 'declined'",
-    transfers_pending: "SELECT count(*) AS n FROM transfers WHERE status = 'pending'"
+    transfers_pending: "SELECT count(*) AS n FROM transfers WHERE status = 'pending'",
+    idempotency_keys: "SELECT count(*) AS n FROM idempotency_keys",
+    idempotency_keys_open: "SELECT count(*) AS n FROM idempotency_keys WHERE response_status IS NULL"
   }
   if (/^postgres/.test(target.databaseUrl) && target.def.database === "postgres") {
     return withPg(target.databaseUrl, async (c) => {

@@ -1,10 +1,12 @@
-// The two reference servers' shared work, written the plain way: better-sqlite3 called directly, the same
-// validation rules as core/ (the same regular expressions and checks, in the same order), the same rows
-// and the same response bodies as the service. Only the HTTP layer differs between bench/ref-node-http.mjs
-// and bench/ref-fastify.mjs, so the pair measures what the framework costs on top of this work.
+// The reference servers' shared work, written the plain way: better-sqlite3 or pg called directly, the same
+// validation rules as core/ (the same regular expressions and checks, in the same order), the same rows,
+// statements and response bodies as the service. Only the HTTP layer differs between bench/ref-node-http.mjs
+// and bench/ref-fastify.mjs, so the pair measures what the framework costs on top of this work; ref-pg is
+// bench/ref-node-http.mjs --postgres, the same code on PostgreSQL.
 //
-// Durability is the service's: WAL, synchronous=FULL, foreign keys on, one BEGIN IMMEDIATE transaction per
-// write (an approved transfer is two: the pending row reserved, then settled, as core/Transfers.ts does).
+// Durability is the service's: SQLite in WAL, synchronous=FULL, foreign keys on, one BEGIN IMMEDIATE
+// transaction per write; PostgreSQL with synchronous_commit on, one BEGIN ... COMMIT per write (an approved
+// transfer is two: the pending row reserved, then settled, as core/Transfers.ts does).
 import Database from "better-sqlite3"
 import { createHash, createHmac, randomBytes, randomUUID } from "node:crypto"
 import { readFileSync } from "node:fs"
@@ -33,6 +35,8 @@ const catalog = {
   method_not_allowed: ["invalid_request_error", 405],
   body_too_large: ["invalid_request_error", 413],
   duplicate_reference: ["invalid_request_error", 409],
+  idempotency_key_in_use: ["idempotency_error", 409],
+  idempotency_key_reused: ["idempotency_error", 422],
   internal_error: ["api_error", 500],
   card_declined: ["card_error", 402],
   expired_card: ["card_error", 402],
@@ -300,131 +304,315 @@ const randomId = (prefix) => {
   return id
 }
 
-// ---- storage: the service's tables (adapters/sql/Migrations.ts, SQLite flavour) and statements
+// ---- storage: the service's tables (adapters/sql/Migrations.ts, in the SQLite or the PostgreSQL flavour
+// of adapters/sql/Dialect.ts) and statements, behind a small driver: q(name, params) runs one prepared
+// statement and gives its rows, tx(steps, ...args) runs steps in one transaction. better-sqlite3 answers at
+// once; pg with a Promise. The request logic below is written once, as generators that yield what the
+// driver returns (drive() resumes them synchronously or when a Promise settles), so the SQLite references
+// stay fully synchronous and the PostgreSQL one does the same statements in the same order.
 
-const schema = `
-CREATE TABLE IF NOT EXISTS feeds (name TEXT PRIMARY KEY, title TEXT NOT NULL, created_at INTEGER NOT NULL,
-  updated_at INTEGER NOT NULL, deleted_at INTEGER);
-CREATE TABLE IF NOT EXISTS subscriptions (id INTEGER PRIMARY KEY AUTOINCREMENT, email TEXT NOT NULL,
+const schema = (T) => `
+CREATE TABLE IF NOT EXISTS feeds (name TEXT PRIMARY KEY, title TEXT NOT NULL, created_at ${T.time} NOT NULL,
+  updated_at ${T.time} NOT NULL, deleted_at ${T.time});
+CREATE TABLE IF NOT EXISTS subscriptions (id ${T.serial}, email TEXT NOT NULL,
   email_key TEXT NOT NULL, name TEXT NOT NULL, feed TEXT NOT NULL REFERENCES feeds (name),
   status TEXT NOT NULL CHECK (status IN ('pending', 'active', 'unsubscribed')),
-  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, UNIQUE (email_key, feed));
+  created_at ${T.time} NOT NULL, updated_at ${T.time} NOT NULL, UNIQUE (email_key, feed));
 CREATE TABLE IF NOT EXISTS subscription_tokens (hash TEXT PRIMARY KEY,
-  subscription_id INTEGER NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
-  purpose TEXT NOT NULL CHECK (purpose IN ('confirm', 'unsubscribe')), created_at INTEGER NOT NULL,
-  expires_at INTEGER, used_at INTEGER);
+  subscription_id ${T.reference} NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+  purpose TEXT NOT NULL CHECK (purpose IN ('confirm', 'unsubscribe')), created_at ${T.time} NOT NULL,
+  expires_at ${T.time}, used_at ${T.time});
 CREATE INDEX IF NOT EXISTS subscription_tokens_subscription ON subscription_tokens (subscription_id);
-CREATE TABLE IF NOT EXISTS mail_outbox (id INTEGER PRIMARY KEY AUTOINCREMENT,
+CREATE TABLE IF NOT EXISTS mail_outbox (id ${T.serial},
   kind TEXT NOT NULL CHECK (kind IN ('confirmation')),
-  subscription_id INTEGER NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
-  created_at INTEGER NOT NULL, next_attempt_at INTEGER, attempts INTEGER NOT NULL DEFAULT 0, sent_at INTEGER,
+  subscription_id ${T.reference} NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+  created_at ${T.time} NOT NULL, next_attempt_at ${T.time}, attempts INTEGER NOT NULL DEFAULT 0, sent_at ${T.time},
   last_error TEXT);
 CREATE INDEX IF NOT EXISTS mail_outbox_due ON mail_outbox (next_attempt_at) WHERE sent_at IS NULL;
 CREATE INDEX IF NOT EXISTS mail_outbox_subscription ON mail_outbox (subscription_id, created_at);
 CREATE TABLE IF NOT EXISTS api_clients (id TEXT PRIMARY KEY, name TEXT NOT NULL, key_hash TEXT NOT NULL UNIQUE,
-  created_at INTEGER NOT NULL);
+  created_at ${T.time} NOT NULL);
 CREATE TABLE IF NOT EXISTS transfers (id TEXT PRIMARY KEY, client_id TEXT NOT NULL REFERENCES api_clients (id),
-  reference TEXT NOT NULL, amount INTEGER NOT NULL CHECK (amount > 0), currency TEXT NOT NULL,
+  reference TEXT NOT NULL, amount ${T.money} NOT NULL CHECK (amount > 0), currency TEXT NOT NULL,
   status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'declined')),
   sender_first_name TEXT NOT NULL, sender_middle_name TEXT, sender_email TEXT NOT NULL,
   card_brand TEXT NOT NULL, card_last4 TEXT NOT NULL, card_exp_month INTEGER NOT NULL,
   card_exp_year INTEGER NOT NULL, card_fingerprint TEXT NOT NULL, recipient_first_name TEXT NOT NULL,
   recipient_middle_name TEXT, recipient_email TEXT NOT NULL, recipient_merchant_id TEXT NOT NULL,
-  failure_code TEXT, decline_code TEXT, authorization_code TEXT, created_at INTEGER NOT NULL,
+  failure_code TEXT, decline_code TEXT, authorization_code TEXT, created_at ${T.time} NOT NULL,
   UNIQUE (client_id, reference));
 CREATE INDEX IF NOT EXISTS transfers_client_created ON transfers (client_id, created_at, id);
+CREATE TABLE IF NOT EXISTS idempotency_keys (client_id TEXT NOT NULL REFERENCES api_clients (id),
+  idempotency_key TEXT NOT NULL, request_hash TEXT NOT NULL, started_at ${T.time} NOT NULL,
+  response_status INTEGER, response_body TEXT, completed_at ${T.time},
+  PRIMARY KEY (client_id, idempotency_key));
 `
+
+// adapters/sql/Dialect.ts
+const dialects = {
+  sqlite: {
+    forUpdate: "",
+    types: { serial: "INTEGER PRIMARY KEY AUTOINCREMENT", reference: "INTEGER", money: "INTEGER", time: "INTEGER" }
+  },
+  pg: {
+    forUpdate: "FOR UPDATE",
+    types: {
+      serial: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+      reference: "BIGINT",
+      money: "BIGINT",
+      time: "TIMESTAMPTZ"
+    }
+  }
+}
 
 const transferColumns = `id, client_id, reference, CAST(amount AS TEXT) AS amount, currency, status,
   sender_first_name, sender_middle_name, sender_email, card_brand, card_last4, card_exp_month, card_exp_year,
   card_fingerprint, recipient_first_name, recipient_middle_name, recipient_email, recipient_merchant_id,
   failure_code, decline_code, authorization_code, created_at`
+const transferFields = transferColumns.replace("CAST(amount AS TEXT) AS amount", "amount").split(",").map((c) =>
+  c.trim()
+)
 const subscriptionColumns = "id, name, email, feed, status, created_at, updated_at"
 
-const MailThrottleWindowMs = 24 * 3600 * 1000
-const MailThrottleMax = 3
+// The statements the service runs for the benchmarked requests (adapters/sql/SqlSubscriptionStore.ts,
+// adapters/sql/SqlTransferStore.ts), `?` placeholders (numbered $1... for PostgreSQL).
+const statements = ({ forUpdate }) => ({
+  findFeed: "SELECT name, title, created_at, updated_at FROM feeds WHERE name = ? AND deleted_at IS NULL",
+  insertSubscription: `INSERT INTO subscriptions (email, email_key, name, feed, status, created_at,
+    updated_at) VALUES (?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (email_key, feed) DO NOTHING
+    RETURNING ${subscriptionColumns}`,
+  existingSubscription: `SELECT id, status FROM subscriptions WHERE email_key = ? AND feed = ? ${forUpdate}`,
+  recentMails: "SELECT count(*) AS n FROM mail_outbox WHERE subscription_id = ? AND created_at > ?",
+  updateSubscription: `UPDATE subscriptions SET status = ?, updated_at = ?,
+    name = CASE WHEN ? = 1 THEN ? ELSE name END WHERE id = ? RETURNING ${subscriptionColumns}`,
+  insertOutbox: `INSERT INTO mail_outbox (kind, subscription_id, created_at, next_attempt_at)
+    VALUES ('confirmation', ?, ?, ?)`,
+  clientByKeyHash: "SELECT id, name FROM api_clients WHERE key_hash = ?",
+  byReference: `SELECT ${transferColumns} FROM transfers WHERE client_id = ? AND reference = ?`,
+  insertTransfer: `INSERT INTO transfers (${transferFields.join(", ")})
+    VALUES (${transferFields.map(() => "?").join(", ")})
+    ON CONFLICT (client_id, reference) DO NOTHING RETURNING id`,
+  existingReference: "SELECT id FROM transfers WHERE client_id = ? AND reference = ?",
+  settle: `UPDATE transfers SET status = ?, failure_code = ?, decline_code = ?, authorization_code = ?
+    WHERE id = ? AND status = 'pending'`,
+  get: `SELECT ${transferColumns} FROM transfers WHERE client_id = ? AND id = ?`,
+  beginKey: `INSERT INTO idempotency_keys (client_id, idempotency_key, request_hash, started_at)
+    VALUES (?, ?, ?, ?) ON CONFLICT (client_id, idempotency_key) DO NOTHING RETURNING client_id`,
+  lockKey: `SELECT request_hash, started_at, response_status, response_body FROM idempotency_keys
+    WHERE client_id = ? AND idempotency_key = ? ${forUpdate}`,
+  restartKey: "UPDATE idempotency_keys SET started_at = ? WHERE client_id = ? AND idempotency_key = ?",
+  // With the settle (or the declined row), in its transaction.
+  completeKeyWithTransfer: `UPDATE idempotency_keys SET response_status = ?, response_body = ?, completed_at = ?
+    WHERE client_id = ? AND idempotency_key = ?`,
+  // completeIdempotent: the 409 of a duplicate reference, on its own.
+  completeKey: `UPDATE idempotency_keys SET response_status = ?, response_body = ?
+    WHERE client_id = ? AND idempotency_key = ?`,
+  releaseKey: `DELETE FROM idempotency_keys WHERE client_id = ? AND idempotency_key = ?
+    AND response_status IS NULL`
+})
 
-const sha256hex = (s) => createHash("sha256").update(s).digest("hex")
+const isPromise = (v) => v !== null && typeof v === "object" && typeof v.then === "function"
 
-export const makeReference = ({ filename, baseUrl }) => {
+// Runs a generator to its end: a yielded plain value goes straight back in, a yielded Promise resumes it once
+// settled. Synchronous all the way when nothing yields a Promise (better-sqlite3).
+export const drive = (gen, input, failed = false) => {
+  for (;;) {
+    const step = failed ? gen.throw(input) : gen.next(input)
+    if (step.done) return step.value
+    if (isPromise(step.value)) {
+      return step.value.then((v) => drive(gen, v), (e) => drive(gen, e, true))
+    }
+    input = step.value
+    failed = false
+  }
+}
+// f(v), now or when v settles.
+export const when = (v, f) => (isPromise(v) ? v.then(f) : f(v))
+
+const sqliteDriver = (filename) => {
   const db = new Database(filename)
   db.pragma("journal_mode = WAL")
   db.pragma("synchronous = FULL")
   db.pragma("foreign_keys = ON")
   db.pragma("busy_timeout = 5000")
-  db.exec(schema)
+  db.exec(schema(dialects.sqlite.types))
+  const prepared = Object.fromEntries(
+    Object.entries(statements(dialects.sqlite)).map(([name, text]) => [name, db.prepare(text)])
+  )
+  const q = (name, params) => {
+    const st = prepared[name]
+    if (st.reader) return st.all(params)
+    st.run(params)
+    return []
+  }
+  const inTransaction = db.transaction((steps, args) => {
+    const result = drive(steps(q, ...args))
+    if (isPromise(result)) throw new Error("a SQLite transaction step yielded a Promise")
+    return result
+  })
+  return {
+    kind: "sqlite",
+    time: (ms) => ms,
+    q,
+    // BEGIN IMMEDIATE, as the service's SQLite client begins every transaction.
+    tx: (steps, ...args) => inTransaction.immediate(steps, args),
+    setup: (sql, params) => db.prepare(sql).run(params),
+    close: () => db.close()
+  }
+}
+
+// Plain pg: a Pool of 10 (the service's maxConnections), named (prepared) statements, one BEGIN ... COMMIT
+// per transaction on a connection of its own, synchronous_commit checked at start as the service does.
+const pgDriver = async (databaseUrl) => {
+  const { default: pg } = await import("pg")
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 10, application_name: "paysub-ref-pg" })
+  pool.on("error", (e) => console.error("pg pool:", e.message))
+  const { rows: [setting] } = await pool.query("SHOW synchronous_commit")
+  if (setting?.synchronous_commit !== "on") {
+    console.warn(`synchronous_commit is ${setting?.synchronous_commit}; set it to on for durable commits`)
+  }
+  console.log(`ref-pg: synchronous_commit=${setting?.synchronous_commit}`)
+  await pool.query(schema(dialects.pg.types))
+  const prepared = Object.fromEntries(
+    Object.entries(statements(dialects.pg)).map(([name, text]) => {
+      let n = 0
+      return [name, text.replace(/\?/g, () => `$${++n}`)]
+    })
+  )
+  const on = (client) => (name, values) => client.query({ name, text: prepared[name], values }).then((r) => r.rows)
+  const q = on(pool)
+  return {
+    kind: "pg",
+    time: (ms) => new Date(ms),
+    q,
+    tx: async (steps, ...args) => {
+      const client = await pool.connect()
+      try {
+        await client.query("BEGIN")
+        const result = await drive(steps(on(client), ...args))
+        await client.query("COMMIT")
+        return result
+      } catch (e) {
+        await client.query("ROLLBACK").catch(() => {})
+        throw e
+      } finally {
+        client.release()
+      }
+    },
+    setup: async (sql, params) => {
+      let n = 0
+      await pool.query(sql.replace(/\?/g, () => `$${++n}`), params)
+    },
+    close: () => pool.end()
+  }
+}
+
+// A time column as read back: a Date from PostgreSQL, a number from SQLite (adapters/sql/Dialect.ts).
+const millisOf = (v) => (v instanceof Date ? v.getTime() : Number(v))
+
+const MailThrottleWindowMs = 24 * 3600 * 1000
+const MailThrottleMax = 3
+
+// apps/http/TransfersHandlers.ts and core/TransferStore.ts: Idempotency-Key.
+const IdempotencyLeaseMs = 60_000
+const idempotencyKeyPattern = /^[\x21-\x7E]{1,255}$/
+// Same parameters, same hash, whatever the key order or white space of the JSON.
+const canonical = (value) =>
+  Array.isArray(value)
+    ? `[${value.map(canonical).join(",")}]`
+    : value !== null && typeof value === "object"
+    ? `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`).join(",")}}`
+    : JSON.stringify(value)
+
+const sha256hex = (s) => createHash("sha256").update(s).digest("hex")
+
+// ---- the transactions (generators over a driver's q), as the service's stores run them
+
+// adapters/sql/SqlSubscriptionStore.ts subscribe: insert first, else lock and decide; the outbox row in
+// the same transaction.
+function* subscribeSteps(q, time, email, name, feed, now) {
+  const key = email.toLowerCase()
+  const [inserted] = yield q("insertSubscription", [email, key, name, feed, time(now), time(now)])
+  let subscription = inserted
+  let queue = true
+  if (inserted === undefined) {
+    const [existing] = yield q("existingSubscription", [key, feed])
+    const [{ n: mails }] = yield q("recentMails", [existing.id, time(now - MailThrottleWindowMs)])
+    const status = existing.status === "active" ? "active" : "pending"
+    queue = status === "pending" && Number(mails) < MailThrottleMax
+    ;[subscription] = yield q("updateSubscription", [status, time(now), status === "pending" ? 1 : 0, name, existing.id])
+  }
+  if (queue) yield q("insertOutbox", [subscription.id, time(now), time(now)])
+  return subscription
+}
+
+// SqlTransferStore insert (reserve, record): the id of the transfer that holds the reference, if taken.
+function* insertSteps(q, row, completion) {
+  const inserted = yield q("insertTransfer", transferFields.map((f) => row[f]))
+  if (inserted.length === 0) return (yield q("existingReference", [row.client_id, row.reference]))[0].id
+  if (completion !== undefined) yield* completeSteps(q, row, completion)
+  return undefined
+}
+function* completeSteps(q, row, completion) {
+  yield q("completeKeyWithTransfer", [
+    completion.response.status,
+    completion.response.body,
+    row.created_at,
+    row.client_id,
+    completion.key
+  ])
+}
+function* settleSteps(q, row, completion) {
+  yield q("settle", [row.status, row.failure_code, row.decline_code, row.authorization_code, row.id])
+  if (completion !== undefined) yield* completeSteps(q, row, completion)
+}
+
+// SqlTransferStore beginIdempotent: insert first; an existing record is locked while it is judged.
+function* beginIdempotentSteps(q, time, clientId, key, hash, now) {
+  const inserted = yield q("beginKey", [clientId, key, hash, time(now)])
+  if (inserted.length > 0) return { tag: "Started" }
+  const [r] = yield q("lockKey", [clientId, key])
+  if (r.request_hash !== hash) return { tag: "Mismatch" }
+  if (r.response_status !== null) {
+    return { tag: "Replay", response: { status: Number(r.response_status), body: r.response_body } }
+  }
+  if (millisOf(r.started_at) + IdempotencyLeaseMs <= now) {
+    yield q("restartKey", [time(now), clientId, key])
+    return { tag: "Started" }
+  }
+  return { tag: "InProgress" }
+}
+
+// The work behind both references' routes. `filename` (better-sqlite3) or `databaseUrl` (pg); a Promise of
+// the reference. Its functions answer now (SQLite) or with a Promise (pg): see when().
+export const makeReference = async ({ filename, databaseUrl, baseUrl }) => {
+  const db = databaseUrl !== undefined ? await pgDriver(databaseUrl) : sqliteDriver(filename)
+  const { q, tx, time } = db
   const started = Date.now()
-  db.prepare(
-    "INSERT INTO feeds (name, title, created_at, updated_at) VALUES ('default', 'Newsletter', ?, ?) ON CONFLICT DO NOTHING"
-  ).run(started, started)
+  await db.setup(
+    "INSERT INTO feeds (name, title, created_at, updated_at) VALUES ('default', 'Newsletter', ?, ?) ON CONFLICT DO NOTHING",
+    [time(started), time(started)]
+  )
 
   // The first API client, as the sandbox service makes it: only the key's SHA-256 is stored.
   const clientId = randomId("cl_")
   const apiKey = `sk_${randomBytes(32).toString("base64url")}`
-  db.prepare("INSERT INTO api_clients (id, name, key_hash, created_at) VALUES (?, 'sandbox', ?, ?)").run(
+  await db.setup("INSERT INTO api_clients (id, name, key_hash, created_at) VALUES (?, 'sandbox', ?, ?)", [
     clientId,
     sha256hex(apiKey),
-    started
-  )
+    time(started)
+  ])
   const fingerprintKey = randomBytes(32).toString("base64url")
+  const fingerprint = (s) => `fp_${createHmac("sha256", fingerprintKey).update(s).digest("base64url").slice(0, 32)}`
 
-  const s = {
-    findFeed: db.prepare("SELECT name, title, created_at, updated_at FROM feeds WHERE name = ? AND deleted_at IS NULL"),
-    insertSubscription: db.prepare(`INSERT INTO subscriptions (email, email_key, name, feed, status, created_at,
-      updated_at) VALUES (?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (email_key, feed) DO NOTHING
-      RETURNING ${subscriptionColumns}`),
-    existingSubscription: db.prepare("SELECT id, status FROM subscriptions WHERE email_key = ? AND feed = ?"),
-    recentMails: db.prepare("SELECT count(*) AS n FROM mail_outbox WHERE subscription_id = ? AND created_at > ?"),
-    updateSubscription: db.prepare(`UPDATE subscriptions SET status = ?, updated_at = ?,
-      name = CASE WHEN ? = 1 THEN ? ELSE name END WHERE id = ? RETURNING ${subscriptionColumns}`),
-    insertOutbox: db.prepare(`INSERT INTO mail_outbox (kind, subscription_id, created_at, next_attempt_at)
-      VALUES ('confirmation', ?, ?, ?)`),
-    clientByKeyHash: db.prepare("SELECT id, name FROM api_clients WHERE key_hash = ?"),
-    byReference: db.prepare(`SELECT ${transferColumns} FROM transfers WHERE client_id = ? AND reference = ?`),
-    insertTransfer: db.prepare(`INSERT INTO transfers (id, client_id, reference, amount, currency, status,
-      sender_first_name, sender_middle_name, sender_email, card_brand, card_last4, card_exp_month, card_exp_year,
-      card_fingerprint, recipient_first_name, recipient_middle_name, recipient_email, recipient_merchant_id,
-      failure_code, decline_code, authorization_code, created_at)
-      VALUES (@id, @client_id, @reference, @amount, @currency, @status, @sender_first_name, @sender_middle_name,
-      @sender_email, @card_brand, @card_last4, @card_exp_month, @card_exp_year, @card_fingerprint,
-      @recipient_first_name, @recipient_middle_name, @recipient_email, @recipient_merchant_id, @failure_code,
-      @decline_code, @authorization_code, @created_at)
-      ON CONFLICT (client_id, reference) DO NOTHING RETURNING id`),
-    existingReference: db.prepare("SELECT id FROM transfers WHERE client_id = ? AND reference = ?"),
-    settle: db.prepare(`UPDATE transfers SET status = ?, failure_code = ?, decline_code = ?, authorization_code = ?
-      WHERE id = ? AND status = 'pending'`),
-    get: db.prepare(`SELECT ${transferColumns} FROM transfers WHERE client_id = ? AND id = ?`)
-  }
-
-  // adapters/sql/SqlSubscriptionStore.ts subscribe: insert first, else lock and decide; the outbox row in
-  // the same transaction.
-  const subscribeTx = db.transaction((email, name, feed, now) => {
-    const key = email.toLowerCase()
-    const inserted = s.insertSubscription.get(email, key, name, feed, now, now)
-    let subscription = inserted
-    let queue = true
-    if (inserted === undefined) {
-      const existing = s.existingSubscription.get(key, feed)
-      const mails = s.recentMails.get(existing.id, now - MailThrottleWindowMs).n
-      const status = existing.status === "active" ? "active" : "pending"
-      queue = status === "pending" && mails < MailThrottleMax
-      subscription = s.updateSubscription.get(status, now, status === "pending" ? 1 : 0, name, existing.id)
-    }
-    if (queue) s.insertOutbox.run(subscription.id, now, now)
-    return subscription
+  const jsonHeaders = (requestId, headers) => ({
+    "content-type": "application/json",
+    "x-request-id": requestId,
+    ...headers
   })
-
-  const insertTx = db.transaction((row) => {
-    if (s.insertTransfer.get(row) === undefined) return s.existingReference.get(row.client_id, row.reference).id
-    return undefined
-  })
-  const settleTx = db.transaction((t) =>
-    s.settle.run(t.status, t.failure_code, t.decline_code, t.authorization_code, t.id)
-  )
-
   const json = (status, value, requestId, headers = {}) => ({
     status,
-    headers: { "content-type": "application/json", "x-request-id": requestId, ...headers },
+    headers: jsonHeaders(requestId, headers),
     body: JSON.stringify(value)
   })
 
@@ -443,13 +631,18 @@ export const makeReference = ({ filename, baseUrl }) => {
   const fromInvalid = (e, requestId) =>
     error(e.code, e.message, requestId, e.param === undefined || e.code === "body_invalid" ? {} : { param: e.param })
 
-  const guard = (requestId, f) => {
-    try {
-      return f()
-    } catch (e) {
+  // Runs a request's generator; validation failures and faults become answers, now or when it settles.
+  const guard = (requestId, gen) => {
+    const fail = (e) => {
       if (e instanceof Invalid) return fromInvalid(e, requestId)
       console.error(e)
       return error("internal_error", "An internal error occurred.", requestId)
+    }
+    try {
+      const r = drive(gen)
+      return isPromise(r) ? r.catch(fail) : r
+    } catch (e) {
+      return fail(e)
     }
   }
 
@@ -458,26 +651,27 @@ export const makeReference = ({ filename, baseUrl }) => {
       incoming :
       `req_${randomUUID().replaceAll("-", "")}`
 
-  const subscribe = (body, requestId) =>
-    guard(requestId, () => {
-      const request = validateSubscribe(body)
-      if (s.findFeed.get(request.feed) === undefined) {
-        return error("resource_missing", `No feed is named "${request.feed}".`, requestId, { param: "feed" })
-      }
-      const id = request.website ?
-        1 + Math.floor(Math.random() * (2 ** 31 - 1)) :
-        subscribeTx.immediate(request.email, request.name, request.feed, Date.now()).id
-      return json(200, {
-        message:
-          `Your subscription is pending: a confirmation e-mail has been sent to ${request.email}. Follow the link in it to confirm.`,
-        subscription: { id, name: request.name, email: request.email, feed: request.feed }
-      }, requestId)
-    })
+  function* subscribeRequest(body, requestId) {
+    const request = validateSubscribe(body)
+    if ((yield q("findFeed", [request.feed])).length === 0) {
+      return error("resource_missing", `No feed is named "${request.feed}".`, requestId, { param: "feed" })
+    }
+    const id = request.website ?
+      1 + Math.floor(Math.random() * (2 ** 31 - 1)) :
+      Number((yield tx(subscribeSteps, time, request.email, request.name, request.feed, Date.now())).id)
+    return json(200, {
+      message:
+        `Your subscription is pending: a confirmation e-mail has been sent to ${request.email}. Follow the link in it to confirm.`,
+      subscription: { id, name: request.name, email: request.email, feed: request.feed }
+    }, requestId)
+  }
+  const subscribe = (body, requestId) => guard(requestId, subscribeRequest(body, requestId))
 
-  // Bearer sk_... -> the client, by the key's SHA-256 (core/Clients.ts authenticate).
+  // Bearer sk_... -> the client, by the key's SHA-256 (core/Clients.ts authenticate): the client or
+  // undefined, now or later.
   const authenticate = (authorization) => {
     if (typeof authorization !== "string" || !authorization.startsWith("Bearer ")) return undefined
-    return s.clientByKeyHash.get(sha256hex(authorization.slice(7)))
+    return when(q("clientByKeyHash", [sha256hex(authorization.slice(7))]), (rows) => rows[0])
   }
   const unauthorized = (requestId) =>
     error("api_key_invalid", "Send a valid API key as `Authorization: Bearer sk_...`.", requestId)
@@ -512,104 +706,147 @@ export const makeReference = ({ filename, baseUrl }) => {
       ...(r.failure_code === null ?
         {} :
         { failure_code: r.failure_code, ...(r.decline_code === null ? {} : { decline_code: r.decline_code }) }),
-      created: new Date(Number(r.created_at)).toISOString()
+      created: new Date(millisOf(r.created_at)).toISOString()
     }
   }
 
-  const createTransfer = (client, body, requestId) =>
-    guard(requestId, () => {
-      const request = validateTransfer(body)
-      const existing = s.byReference.get(client.id, request.reference)
-      if (existing !== undefined) return duplicate(existing.id, requestId)
-      const now = Date.now()
-      const pan = request.account.pan
-      const row = {
-        id: randomId("tr_"),
-        client_id: client.id,
-        reference: request.reference,
-        amount: request.amount,
-        currency: request.currency,
-        status: "pending",
-        sender_first_name: request.sender.first_name,
-        sender_middle_name: request.sender.middle_name ?? null,
-        sender_email: request.sender.email,
-        card_brand: brandOf(pan),
-        card_last4: pan.slice(-4),
-        card_exp_month: request.account.expiry.month,
-        card_exp_year: request.account.expiry.year,
-        card_fingerprint: `fp_${createHmac("sha256", fingerprintKey).update(pan).digest("base64url").slice(0, 32)}`,
-        recipient_first_name: request.recipient.first_name,
-        recipient_middle_name: request.recipient.middle_name ?? null,
-        recipient_email: request.recipient.email,
-        recipient_merchant_id: request.recipient.merchant_id,
-        failure_code: null,
-        decline_code: null,
-        authorization_code: null,
-        created_at: now
-      }
-      // Card checks in the documented order: Luhn, expiry (one write: the declined row), then the network
-      // (two writes: the pending row reserves the reference before the card is charged, then the outcome).
-      const local = !luhn(pan) ? "incorrect_number" : isExpired(request.account.expiry, now) ? "expired_card" : null
-      if (local !== null) {
-        row.status = "declined"
-        row.failure_code = local
-        const taken = insertTx.immediate(row)
-        if (taken !== undefined) return duplicate(taken, requestId)
-      } else {
-        const taken = insertTx.immediate(row)
-        if (taken !== undefined) return duplicate(taken, requestId)
-        const outcome = authorize(row.id, pan, request.authenticated)
-        if (outcome.approved) {
-          row.status = "approved"
-          row.authorization_code = outcome.authorizationCode
-        } else {
-          row.status = "declined"
-          row.failure_code = outcome.code
-          row.decline_code = outcome.declineCode ?? null
-        }
-        settleTx.immediate(row)
-      }
-      if (row.status === "declined") {
-        return error(
-          row.failure_code,
-          cardErrorMessages[row.failure_code],
-          requestId,
-          row.decline_code === null ? {} : { decline_code: row.decline_code }
-        )
-      }
-      return json(
-        201,
-        {
-          payment_transfer: renderRow({ ...row, amount: String(row.amount) })
-        },
-        requestId,
-        { location: `${baseUrl}/merchant/transfers/payment/${row.id}` }
-      )
-    })
-
+  // A stored answer (status and body) as sent: first or replayed (apps/http/TransfersHandlers.ts respond).
+  const respond = (stored, requestId, replayed) => {
+    const headers = replayed ? { "idempotent-replayed": "true" } : {}
+    if (stored.status === 201) {
+      headers.location = `${baseUrl}/merchant/transfers/payment/${JSON.parse(stored.body).payment_transfer.id}`
+    }
+    return { status: stored.status, headers: jsonHeaders(requestId, headers), body: stored.body }
+  }
   const duplicate = (existing, requestId) =>
     error("duplicate_reference", `A transfer with this reference exists: ${existing}.`, requestId, {
       param: "payment_transfer.reference"
     })
 
-  // apps/http/Caching.ts: a strong ETag from the body's bytes, 304 when If-None-Match matches.
-  const getTransfer = (client, id, ifNoneMatch, requestId) =>
-    guard(requestId, () => {
-      const row = transferIdPattern.test(id) ? s.get.get(client.id, id) : undefined
-      if (row === undefined) return error("resource_missing", `No transfer has id ${id}.`, requestId, { param: "id" })
-      const body = JSON.stringify({ payment_transfer: renderRow(row) })
-      const etag = `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`
-      const headers = {
-        etag,
-        "last-modified": new Date(Number(row.created_at)).toUTCString(),
-        "cache-control": "private",
-        "x-request-id": requestId
+  // core/Transfers.ts submit, with apps/http/TransfersHandlers.ts around it for an Idempotency-Key: the key's
+  // record is taken first in a transaction of its own; the answer is written with the transfer (with the
+  // settle, or with the declined row) in the same transaction; a duplicate reference's 409 is kept after.
+  function* transferRequest(client, body, requestId, key) {
+    if (key !== undefined && !idempotencyKeyPattern.test(key)) {
+      throw new Invalid("parameter_invalid", "Idempotency-Key is 1-255 printable ASCII characters.", "idempotency-key")
+    }
+    const request = validateTransfer(body)
+    if (key !== undefined) {
+      const hash = fingerprint(canonical(body))
+      const start = yield tx(beginIdempotentSteps, time, client.id, key, hash, Date.now())
+      if (start.tag === "Replay") return respond(start.response, requestId, true)
+      if (start.tag === "Mismatch") {
+        return error("idempotency_key_reused", "This Idempotency-Key was used with a different request body.", requestId)
       }
-      const matches = ifNoneMatch !== undefined &&
-        (ifNoneMatch.trim() === "*" || ifNoneMatch.split(",").some((t) => t.trim().replace(/^W\//, "") === etag))
-      if (matches) return { status: 304, headers, body: "" }
-      return { status: 200, headers: { ...headers, "content-type": "application/json" }, body }
-    })
+      if (start.tag === "InProgress") {
+        return error(
+          "idempotency_key_in_use",
+          "A request with this Idempotency-Key is still being processed.",
+          requestId
+        )
+      }
+    }
+    try {
+      return yield* submit(client, request, requestId, key)
+    } catch (e) {
+      // Requests that did not get to a lasting answer free their key, so that a retry can run.
+      if (key !== undefined) yield q("releaseKey", [client.id, key])
+      throw e
+    }
+  }
+
+  function* submit(client, request, requestId, key) {
+    const conflict = function*(existing) {
+      const answer = duplicate(existing, requestId)
+      if (key !== undefined) yield q("completeKey", [answer.status, answer.body, client.id, key])
+      return answer
+    }
+    const [existing] = yield q("byReference", [client.id, request.reference])
+    if (existing !== undefined) return yield* conflict(existing.id)
+    const now = Date.now()
+    const pan = request.account.pan
+    const row = {
+      id: randomId("tr_"),
+      client_id: client.id,
+      reference: request.reference,
+      amount: request.amount,
+      currency: request.currency,
+      status: "pending",
+      sender_first_name: request.sender.first_name,
+      sender_middle_name: request.sender.middle_name ?? null,
+      sender_email: request.sender.email,
+      card_brand: brandOf(pan),
+      card_last4: pan.slice(-4),
+      card_exp_month: request.account.expiry.month,
+      card_exp_year: request.account.expiry.year,
+      card_fingerprint: fingerprint(pan),
+      recipient_first_name: request.recipient.first_name,
+      recipient_middle_name: request.recipient.middle_name ?? null,
+      recipient_email: request.recipient.email,
+      recipient_merchant_id: request.recipient.merchant_id,
+      failure_code: null,
+      decline_code: null,
+      authorization_code: null,
+      created_at: time(now)
+    }
+    // The answer to keep for the key (apps/http/TransfersHandlers.ts outcome).
+    const outcome = () =>
+      row.status === "declined"
+        ? error(
+          row.failure_code,
+          cardErrorMessages[row.failure_code],
+          requestId,
+          row.decline_code === null ? {} : { decline_code: row.decline_code }
+        )
+        : { status: 201, body: JSON.stringify({ payment_transfer: renderRow({ ...row, amount: String(row.amount) }) }) }
+    const completion = () => (key === undefined ? undefined : { key, response: outcome() })
+    // Card checks in the documented order: Luhn, expiry (one write: the declined row), then the network
+    // (two writes: the pending row reserves the reference before the card is charged, then the outcome).
+    const local = !luhn(pan) ? "incorrect_number" : isExpired(request.account.expiry, now) ? "expired_card" : null
+    if (local !== null) {
+      row.status = "declined"
+      row.failure_code = local
+      const taken = yield tx(insertSteps, row, completion())
+      if (taken !== undefined) return yield* conflict(taken)
+    } else {
+      const taken = yield tx(insertSteps, row, undefined)
+      if (taken !== undefined) return yield* conflict(taken)
+      const authorization = authorize(row.id, pan, request.authenticated)
+      if (authorization.approved) {
+        row.status = "approved"
+        row.authorization_code = authorization.authorizationCode
+      } else {
+        row.status = "declined"
+        row.failure_code = authorization.code
+        row.decline_code = authorization.declineCode ?? null
+      }
+      yield tx(settleSteps, row, completion())
+    }
+    return respond(outcome(), requestId, false)
+  }
+
+  const createTransfer = (client, body, requestId, key) =>
+    guard(requestId, transferRequest(client, body, requestId, key))
+
+  // apps/http/Caching.ts: a strong ETag from the body's bytes, 304 when If-None-Match matches.
+  function* getRequest(client, id, ifNoneMatch, requestId) {
+    const [row] = transferIdPattern.test(id) ? yield q("get", [client.id, id]) : []
+    if (row === undefined) return error("resource_missing", `No transfer has id ${id}.`, requestId, { param: "id" })
+    const body = JSON.stringify({ payment_transfer: renderRow(row) })
+    const etag = `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`
+    const headers = {
+      etag,
+      "last-modified": new Date(millisOf(row.created_at)).toUTCString(),
+      "cache-control": "private",
+      "x-request-id": requestId
+    }
+    const matches = ifNoneMatch !== undefined &&
+      (ifNoneMatch.trim() === "*" || ifNoneMatch.split(",").some((t) => t.trim().replace(/^W\//, "") === etag))
+    if (matches) return { status: 304, headers, body: "" }
+    return { status: 200, headers: { ...headers, "content-type": "application/json" }, body }
+  }
+  const getTransfer = (client, id, ifNoneMatch, requestId) =>
+    guard(requestId, getRequest(client, id, ifNoneMatch, requestId))
 
   return {
     apiKey,
@@ -625,7 +862,7 @@ export const makeReference = ({ filename, baseUrl }) => {
   }
 }
 
-// Both references announce themselves as the service does, so the harness reads every target alike.
+// The references announce themselves as the service does, so the harness reads every target alike.
 export const announce = (ref, port) => {
   console.log(`Created the first API client ${ref.clientId}. Its secret key, shown only now:\n  ${ref.apiKey}`)
   console.log(`Listening on http://0.0.0.0:${port}`)
