@@ -1,5 +1,5 @@
 import { Data, DateTime, Effect, Either, Option, Random, Redacted } from "effect"
-import { brandOf, isExpired, luhn } from "./Card.ts"
+import { isExpired, luhn } from "./Card.ts"
 import { CardFingerprints } from "./CardFingerprints.ts"
 import { type Authorization, CardNetwork, type CardNetworkUnavailable } from "./CardNetwork.ts"
 import {
@@ -17,7 +17,9 @@ import {
   type DuplicateReference,
   InvalidTransfer,
   type PaymentTransferRequest,
-  Transfer,
+  pendingTransfer,
+  settled,
+  type Transfer,
   TransferId
 } from "./Transfer.ts"
 import { TransferStore } from "./TransferStore.ts"
@@ -70,46 +72,6 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
       return undefined
     }
 
-    const pendingTransfer = (client: ClientId, request: PaymentTransferRequest, amount: bigint, id: TransferId) =>
-      Effect.map(DateTime.now, (now) => {
-        const pan = Redacted.value(request.sender_account_uri.pan)
-        return new Transfer({
-          id,
-          clientId: client,
-          reference: request.reference,
-          amount,
-          currency: request.currency,
-          status: "pending",
-          sender: {
-            ...request.sender,
-            card: {
-              brand: brandOf(pan),
-              last4: pan.slice(-4),
-              exp_month: request.sender_account_uri.expiry.month,
-              exp_year: request.sender_account_uri.expiry.year,
-              fingerprint: fingerprints.of(request.sender_account_uri.pan)
-            }
-          },
-          recipient: request.recipient,
-          createdAt: now
-        })
-      })
-
-    // The pending transfer with the network's answer: checked once, as `pending`, not again.
-    const outcome = (pending: Transfer, authorization: Authorization) =>
-      new Transfer({
-        ...pending,
-        status: authorization._tag === "Approved" ? "approved" : "declined",
-        ...(authorization._tag === "Declined"
-          ? {
-            failure: {
-              code: authorization.code,
-              ...(authorization.declineCode ? { decline_code: authorization.declineCode } : {})
-            }
-          }
-          : { authorizationCode: authorization.authorizationCode })
-      }, true)
-
     const submit = (client: ClientId, request: PaymentTransferRequest, requestId: string, key?: IdempotencyKey) =>
       Effect.gen(function*() {
         const amount = parseAmount(request.amount, request.currency)
@@ -119,7 +81,9 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
         const claim: KeyClaim | undefined = key === undefined
           ? undefined
           : { key, requestHash: requestHash(fingerprints, request), requestId }
-        const pending = yield* pendingTransfer(client, request, amount.right, TransferId.make(yield* randomId("tr_")))
+        const id = TransferId.make(yield* randomId("tr_"))
+        const fingerprint = fingerprints.of(request.sender_account_uri.pan)
+        const pending = pendingTransfer(client, id, request, amount.right, fingerprint, yield* DateTime.now)
         const first = (answer: Answer): Submitted => ({ answer, requestId, replayed: false })
         // Anything but Started is answered from the key: the transfer was not written.
         const unlessStarted = (
@@ -138,13 +102,14 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
               return Effect.fail(new IdempotencyKeyInUse())
           }
         }
-        const taken = (e: DuplicateReference) =>
+        // A taken reference is a lasting answer: a retry with the key gets the same conflict.
+        const taken = ({ existing }: DuplicateReference) =>
           Effect.as(
-            claim === undefined ? Effect.void : store.keep(client, claim.key, KeptAnswer.ReferenceTaken(e)),
-            first(Answer.ReferenceTaken(e))
+            claim === undefined ? Effect.void : store.keep(client, claim.key, KeptAnswer.ReferenceTaken({ existing })),
+            first(Answer.ReferenceTaken({ existing }))
           )
         const local = checkLocally(request, pending.createdAt)
-        const declined = local === undefined ? undefined : outcome(pending, local)
+        const declined = local === undefined ? undefined : settled(pending, local)
         const submitted = declined !== undefined
           // Declined by our own checks: nothing to ask the network, one write.
           ? store.record(declined, claim).pipe(
@@ -167,7 +132,7 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
                 }).pipe(
                   Effect.tapError(() => store.cancel(pending)),
                   Effect.flatMap((authorization) => {
-                    const transfer = outcome(pending, authorization)
+                    const transfer = settled(pending, authorization)
                     return Effect.as(store.settle(transfer, key), first(Answer.Made({ transfer })))
                   })
                 )
