@@ -33,7 +33,7 @@ import { merchantAuthLayer } from "./http/MerchantAuthLive.ts"
 import { MetaLive } from "./http/MetaHandlers.ts"
 import { pipelineLayer } from "./http/Pipeline.ts"
 import { SubscriptionsLive } from "./http/SubscriptionsHandlers.ts"
-import { TransferResponses, TransfersLive } from "./http/TransfersHandlers.ts"
+import { TransfersLive } from "./http/TransfersHandlers.ts"
 
 // The one place that reads the environment and picks an adapter for every port. Apps only bring what
 // differs between runtimes (the HTTP server and the SQLite binding), so Node and Deno serve the same API.
@@ -159,7 +159,7 @@ export const appLayer = (open: OpenSqlite) =>
       return pipelineLayer(Api, { maxBodyBytes: config.maxBodyBytes, trace: config.trace === "on", limiters }).pipe(
         Layer.provide([SubscriptionsLive, FeedsLive, TransfersLive, MetaLive]),
         Layer.provideMerge(
-          Layer.mergeAll(TransferResponses.Default, adminAuthLayer(config.adminApiKey), merchantAuthLayer)
+          Layer.merge(adminAuthLayer(config.adminApiKey), merchantAuthLayer)
         ),
         // A key printed to stdout is fine for a sandbox, not for a service that moves real money.
         Layer.provideMerge(

@@ -1,6 +1,6 @@
-import { Schema } from "effect"
-import { AuthenticationValue, CardBrand, SenderAccountUri } from "./Card.ts"
-import { CardErrorCode } from "./CardNetwork.ts"
+import { type DateTime, Redacted, Schema } from "effect"
+import { AuthenticationValue, brandOf, CardBrand, SenderAccountUri } from "./Card.ts"
+import { type Authorization, CardErrorCode } from "./CardNetwork.ts"
 import { CurrencyCode } from "./Currency.ts"
 import { Email } from "./Email.ts"
 
@@ -110,4 +110,49 @@ export class DuplicateReference extends Schema.TaggedError<DuplicateReference>()
   existing: TransferId
 }) {}
 
-export class CardDeclined extends Schema.TaggedError<CardDeclined>()("CardDeclined", { transfer: Transfer }) {}
+// A transfer as it is reserved, before the card network is asked.
+export const pendingTransfer = (
+  client: ClientId,
+  id: TransferId,
+  request: PaymentTransferRequest,
+  amount: bigint,
+  fingerprint: string,
+  now: DateTime.Utc
+) => {
+  const pan = Redacted.value(request.sender_account_uri.pan)
+  return new Transfer({
+    id,
+    clientId: client,
+    reference: request.reference,
+    amount,
+    currency: request.currency,
+    status: "pending",
+    sender: {
+      ...request.sender,
+      card: {
+        brand: brandOf(pan),
+        last4: pan.slice(-4),
+        exp_month: request.sender_account_uri.expiry.month,
+        exp_year: request.sender_account_uri.expiry.year,
+        fingerprint
+      }
+    },
+    recipient: request.recipient,
+    createdAt: now
+  })
+}
+
+// The pending transfer with the network's answer: checked once, as `pending`, not again.
+export const settled = (pending: Transfer, authorization: Authorization) =>
+  new Transfer({
+    ...pending,
+    status: authorization._tag === "Approved" ? "approved" : "declined",
+    ...(authorization._tag === "Declined"
+      ? {
+        failure: {
+          code: authorization.code,
+          ...(authorization.declineCode ? { decline_code: authorization.declineCode } : {})
+        }
+      }
+      : { authorizationCode: authorization.authorizationCode })
+  }, true)

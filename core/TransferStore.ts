@@ -1,28 +1,11 @@
 import { Context, type DateTime, type Effect, type Option } from "effect"
 import type { CurrencyCode } from "./Currency.ts"
+import type { IdempotencyKey, IdempotencyStart, KeptAnswer, KeyClaim } from "./Idempotency.ts"
 import type { ClientId, DuplicateReference, Reference, Transfer, TransferId } from "./Transfer.ts"
 
 export interface ApiClient {
   readonly id: ClientId
   readonly name: string
-}
-
-// A response exactly as first sent, kept so that a retried request with the same Idempotency-Key gets the
-// same bytes back.
-export interface StoredResponse {
-  readonly status: number
-  readonly body: string
-}
-
-export type IdempotencyStart =
-  | { readonly _tag: "Started" }
-  | { readonly _tag: "Replay"; readonly response: StoredResponse }
-  | { readonly _tag: "Mismatch" }
-  | { readonly _tag: "InProgress" }
-
-export interface Completion {
-  readonly key: string
-  readonly response: (transfer: Transfer) => StoredResponse
 }
 
 export interface Balance {
@@ -31,20 +14,29 @@ export interface Balance {
   readonly amount: bigint
 }
 
-// Storage for API clients, transfers and idempotency records. It never sees a PAN, CVC or authentication
-// value: a Transfer holds brand, last four, expiry and a keyed fingerprint only.
+// Storage for API clients, transfers and idempotency keys. It never sees a PAN, CVC or authentication value:
+// a Transfer holds brand, last four, expiry and a keyed fingerprint only.
+//
+// A write that takes a claim first starts its key, in the same transaction, as core/Idempotency.ts's
+// `decideStart` says; anything but Started is answered without writing the transfer. So a request with a key
+// costs the transactions one without costs: start and reserve together, settle and keep the answer together.
 export interface TransferStoreShape {
   readonly createClient: (client: ApiClient, keyHash: string, now: DateTime.Utc) => Effect.Effect<void>
   readonly clientByKeyHash: (keyHash: string) => Effect.Effect<Option.Option<ApiClient>>
   readonly hasClients: Effect.Effect<boolean>
-  // Writes the transfer and, in the same transaction, the response its idempotency key replays.
-  readonly record: (transfer: Transfer, completion?: Completion) => Effect.Effect<Transfer, DuplicateReference>
-  // Takes the reference with a `pending` transfer before the card network is asked.
-  readonly reserve: (transfer: Transfer) => Effect.Effect<void, DuplicateReference>
-  // Turns a reserved transfer into its outcome, with its idempotent response, in one transaction.
-  readonly settle: (transfer: Transfer, completion?: Completion) => Effect.Effect<Transfer>
+  // Writes a transfer that is already final; with a claim, keeps it as the key's answer.
+  readonly record: (transfer: Transfer, claim?: KeyClaim) => Effect.Effect<IdempotencyStart, DuplicateReference>
+  // Takes the reference with a `pending` transfer before the card network is asked. A DuplicateReference
+  // leaves a started key started: the caller keeps the answer it decides on.
+  readonly reserve: (transfer: Transfer, claim?: KeyClaim) => Effect.Effect<IdempotencyStart, DuplicateReference>
+  // Turns a reserved transfer into its outcome and, with a key, keeps it as the key's answer.
+  readonly settle: (transfer: Transfer, key?: IdempotencyKey) => Effect.Effect<void>
   // Gives a reservation up when the network could not be asked: no transfer was made.
   readonly cancel: (transfer: Transfer) => Effect.Effect<void>
+  // Keeps a started key's answer; a key that has one already keeps its own.
+  readonly keep: (client: ClientId, key: IdempotencyKey, answer: KeptAnswer) => Effect.Effect<void>
+  // Frees a started key that has no answer, so that a retry runs again.
+  readonly release: (client: ClientId, key: IdempotencyKey) => Effect.Effect<void>
   readonly get: (client: ClientId, id: TransferId) => Effect.Effect<Option.Option<Transfer>>
   readonly byReference: (client: ClientId, reference: Reference) => Effect.Effect<Option.Option<Transfer>>
   readonly list: (
@@ -52,14 +44,6 @@ export interface TransferStoreShape {
     query: { readonly reference?: Reference; readonly limit: number; readonly startingAfter?: TransferId }
   ) => Effect.Effect<{ readonly data: ReadonlyArray<Transfer>; readonly hasMore: boolean }>
   readonly balance: (client: ClientId) => Effect.Effect<ReadonlyArray<Balance>>
-  readonly beginIdempotent: (
-    client: ClientId,
-    key: string,
-    requestHash: string,
-    now: DateTime.Utc
-  ) => Effect.Effect<IdempotencyStart>
-  readonly completeIdempotent: (client: ClientId, key: string, response: StoredResponse) => Effect.Effect<void>
-  readonly releaseIdempotent: (client: ClientId, key: string) => Effect.Effect<void>
 }
 
 export class TransferStore extends Context.Tag("TransferStore")<TransferStore, TransferStoreShape>() {}

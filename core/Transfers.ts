@@ -1,18 +1,28 @@
-import { DateTime, Effect, Either, Option, Random, Redacted } from "effect"
-import { brandOf, isExpired, luhn } from "./Card.ts"
+import { Data, DateTime, Effect, Either, Option, Random, Redacted } from "effect"
+import { isExpired, luhn } from "./Card.ts"
 import { CardFingerprints } from "./CardFingerprints.ts"
-import { type Authorization, CardNetwork } from "./CardNetwork.ts"
+import { type Authorization, CardNetwork, type CardNetworkUnavailable } from "./CardNetwork.ts"
+import {
+  type IdempotencyKey,
+  IdempotencyKeyInUse,
+  IdempotencyKeyReused,
+  type IdempotencyStart,
+  KeptAnswer,
+  type KeyClaim,
+  requestHash
+} from "./Idempotency.ts"
 import { parseAmount } from "./Money.ts"
 import {
-  CardDeclined,
   type ClientId,
-  DuplicateReference,
+  type DuplicateReference,
   InvalidTransfer,
   type PaymentTransferRequest,
-  Transfer,
+  pendingTransfer,
+  settled,
+  type Transfer,
   TransferId
 } from "./Transfer.ts"
-import { type Completion, TransferStore } from "./TransferStore.ts"
+import { TransferStore } from "./TransferStore.ts"
 
 const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 // Five characters per draw (62^5 < 2^30): 24 characters, about 143 random bits, in five draws.
@@ -32,16 +42,19 @@ export const randomId = (prefix: string) =>
     }
   )
 
-// A decline is an answer, not a fault: its error carries no stack trace, whose capture costs more than the
-// rest of building it (10-30 µs deep in a fiber).
-const declined = (transfer: Transfer) => {
-  const limit = Error.stackTraceLimit
-  Error.stackTraceLimit = 0
-  try {
-    return new CardDeclined({ transfer }, true)
-  } finally {
-    Error.stackTraceLimit = limit
-  }
+// The lasting answer to a request for a transfer: the transfer made (approved or declined), or the one that
+// already holds the reference. The same for the first request and for its replays.
+export type Answer = Data.TaggedEnum<{
+  Made: { readonly transfer: Transfer }
+  ReferenceTaken: { readonly existing: TransferId }
+}>
+export const Answer = Data.taggedEnum<Answer>()
+
+// `requestId` is that of the request that first got the answer: a replay names it, as the first answer did.
+export interface Submitted {
+  readonly answer: Answer
+  readonly requestId: string
+  readonly replayed: boolean
 }
 
 export class Transfers extends Effect.Service<Transfers>()("Transfers", {
@@ -59,75 +72,88 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
       return undefined
     }
 
-    const submit = (client: ClientId, request: PaymentTransferRequest, completion?: Completion) =>
+    const submit = (client: ClientId, request: PaymentTransferRequest, requestId: string, key?: IdempotencyKey) =>
       Effect.gen(function*() {
         const amount = parseAmount(request.amount, request.currency)
         if (Either.isLeft(amount)) {
           return yield* new InvalidTransfer({ param: "payment_transfer.amount", message: amount.left })
         }
-        const existing = yield* store.byReference(client, request.reference)
-        if (Option.isSome(existing)) return yield* new DuplicateReference({ existing: existing.value.id })
+        const claim: KeyClaim | undefined = key === undefined
+          ? undefined
+          : { key, requestHash: requestHash(fingerprints, request), requestId }
         const id = TransferId.make(yield* randomId("tr_"))
-        const now = yield* DateTime.now
-        const pan = Redacted.value(request.sender_account_uri.pan)
-        const pending = new Transfer({
-          id,
-          clientId: client,
-          reference: request.reference,
-          amount: amount.right,
-          currency: request.currency,
-          status: "pending",
-          sender: {
-            ...request.sender,
-            card: {
-              brand: brandOf(pan),
-              last4: pan.slice(-4),
-              exp_month: request.sender_account_uri.expiry.month,
-              exp_year: request.sender_account_uri.expiry.year,
-              fingerprint: fingerprints.of(request.sender_account_uri.pan)
-            }
-          },
-          recipient: request.recipient,
-          createdAt: now
-        })
-        // The pending transfer with the network's answer: checked once, as `pending`, not again.
-        const outcome = (authorization: Authorization) =>
-          new Transfer({
-            ...pending,
-            status: authorization._tag === "Approved" ? "approved" : "declined",
-            ...(authorization._tag === "Declined"
-              ? {
-                failure: {
-                  code: authorization.code,
-                  ...(authorization.declineCode ? { decline_code: authorization.declineCode } : {})
-                }
-              }
-              : { authorizationCode: authorization.authorizationCode })
-          }, true)
-        const local = checkLocally(request, now)
-        const transfer = local !== undefined
+        const fingerprint = fingerprints.of(request.sender_account_uri.pan)
+        const pending = pendingTransfer(client, id, request, amount.right, fingerprint, yield* DateTime.now)
+        const first = (answer: Answer): Submitted => ({ answer, requestId, replayed: false })
+        // Anything but Started is answered from the key: the transfer was not written.
+        const unlessStarted = (
+          start: IdempotencyStart,
+          run: Effect.Effect<Submitted, CardNetworkUnavailable>
+        ): Effect.Effect<Submitted, CardNetworkUnavailable | IdempotencyKeyReused | IdempotencyKeyInUse> => {
+          switch (start._tag) {
+            case "Started":
+              // A request that got no lasting answer frees its key, so that a retry can run.
+              return claim === undefined ? run : Effect.onError(run, () => store.release(client, claim.key))
+            case "Replay":
+              return replay(client, start.answer, start.requestId)
+            case "Mismatch":
+              return Effect.fail(new IdempotencyKeyReused())
+            case "InProgress":
+              return Effect.fail(new IdempotencyKeyInUse())
+          }
+        }
+        // A taken reference is a lasting answer: a retry with the key gets the same conflict.
+        const taken = ({ existing }: DuplicateReference) =>
+          Effect.as(
+            claim === undefined ? Effect.void : store.keep(client, claim.key, KeptAnswer.ReferenceTaken({ existing })),
+            first(Answer.ReferenceTaken({ existing }))
+          )
+        const local = checkLocally(request, pending.createdAt)
+        const declined = local === undefined ? undefined : settled(pending, local)
+        const submitted = declined !== undefined
           // Declined by our own checks: nothing to ask the network, one write.
-          ? yield* store.record(outcome(local), completion)
+          ? store.record(declined, claim).pipe(
+            Effect.flatMap((start) => unlessStarted(start, Effect.succeed(first(Answer.Made({ transfer: declined })))))
+          )
           // The reference is taken before the card is charged, so a second request with it cannot charge again.
-          : yield* store.reserve(pending).pipe(
-            Effect.zipRight(
-              network.authorize({
-                transferId: id,
-                pan: request.sender_account_uri.pan,
-                expiry: request.sender_account_uri.expiry,
-                cvc: request.sender_account_uri.cvc,
-                authenticationValue: Option.fromNullable(request.authentication_value),
-                amount: amount.right,
-                currency: request.currency,
-                merchantId: request.recipient.merchant_id
-              }).pipe(Effect.tapError(() => store.cancel(pending)))
+          : store.reserve(pending, claim).pipe(
+            Effect.flatMap((start) =>
+              unlessStarted(
+                start,
+                network.authorize({
+                  transferId: pending.id,
+                  pan: request.sender_account_uri.pan,
+                  expiry: request.sender_account_uri.expiry,
+                  cvc: request.sender_account_uri.cvc,
+                  authenticationValue: Option.fromNullable(request.authentication_value),
+                  amount: amount.right,
+                  currency: request.currency,
+                  merchantId: request.recipient.merchant_id
+                }).pipe(
+                  Effect.tapError(() => store.cancel(pending)),
+                  Effect.flatMap((authorization) => {
+                    const transfer = settled(pending, authorization)
+                    return Effect.as(store.settle(transfer, key), first(Answer.Made({ transfer })))
+                  })
+                )
+              )
             ),
-            Effect.flatMap((authorization) => store.settle(outcome(authorization), completion)),
             // A client that hangs up must not leave a charge without its record.
             Effect.uninterruptible
           )
-        if (transfer.status === "declined") return yield* declined(transfer)
-        return transfer
+        return yield* Effect.catchTag(submitted, "DuplicateReference", taken)
+      })
+
+    const replay = (client: ClientId, answer: KeptAnswer, requestId: string) =>
+      KeptAnswer.$match(answer, {
+        TransferMade: ({ transferId }) =>
+          Effect.map(store.get(client, transferId), (found) => ({
+            answer: Answer.Made({ transfer: Option.getOrThrow(found) }),
+            requestId,
+            replayed: true
+          })),
+        ReferenceTaken: ({ existing }) =>
+          Effect.succeed({ answer: Answer.ReferenceTaken({ existing }), requestId, replayed: true })
       })
 
     return {

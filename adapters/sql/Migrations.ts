@@ -113,10 +113,44 @@ const m0003_feed_deletion = Effect.gen(function*() {
   yield* sql`ALTER TABLE feeds ADD COLUMN deleted_at ${T.time}`
 })
 
+// A key keeps its answer as domain facts (the transfer made, or the one holding the reference, and the first
+// request's id) instead of the HTTP response: replays are rendered again from them. Kept responses are turned
+// into facts where their bodies tell them; a response that cannot be (none should remain) is dropped, so
+// that its retry runs again and meets the transfer's reference.
+const m0004_idempotency_answers = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  const { pg } = yield* Dialect
+  const field = (...path: ReadonlyArray<string>) =>
+    sql.literal(
+      pg ? `(response_body::json #>> '{${path.join(",")}}')` : `json_extract(response_body, '$.${path.join(".")}')`
+    )
+  const message = field("error", "message")
+  yield* sql`ALTER TABLE idempotency_keys ADD COLUMN request_id TEXT`
+  yield* sql`ALTER TABLE idempotency_keys ADD COLUMN answer TEXT CHECK (answer IN ('transfer_made', 'reference_taken'))`
+  yield* sql`ALTER TABLE idempotency_keys ADD COLUMN transfer_id TEXT`
+  yield* sql`UPDATE idempotency_keys SET answer = 'transfer_made', transfer_id = ${field("payment_transfer", "id")},
+    request_id = '' WHERE response_status = 201`
+  // "A transfer with this reference exists: tr_<24>." ends with the id and a full stop.
+  yield* sql`UPDATE idempotency_keys SET answer = 'reference_taken', request_id = ${field("error", "request_id")},
+    transfer_id = substr(${message}, length(${message}) - 27, 27)
+    WHERE response_status = 409 AND ${field("error", "code")} = 'duplicate_reference'`
+  // A 402 names no transfer: it is the client's decline with that code completed at its creation time.
+  yield* sql`UPDATE idempotency_keys SET answer = 'transfer_made', request_id = ${field("error", "request_id")},
+    transfer_id = (SELECT t.id FROM transfers t WHERE t.client_id = idempotency_keys.client_id
+      AND t.created_at = idempotency_keys.completed_at AND t.status = 'declined'
+      AND t.failure_code = ${field("error", "code")} ORDER BY t.id LIMIT 1)
+    WHERE response_status = 402`
+  yield* sql`DELETE FROM idempotency_keys WHERE response_status IS NOT NULL AND transfer_id IS NULL`
+  for (const column of ["response_status", "response_body", "completed_at"]) {
+    yield* sql`ALTER TABLE idempotency_keys DROP COLUMN ${sql.literal(column)}`
+  }
+})
+
 export const migrations = Migrator.fromRecord({
   "0001_subscriptions": m0001_subscriptions,
   "0002_transfers": m0002_transfers,
-  "0003_feed_deletion": m0003_feed_deletion
+  "0003_feed_deletion": m0003_feed_deletion,
+  "0004_idempotency_answers": m0004_idempotency_answers
 })
 
 const migrate = Migrator.make({})({ loader: migrations })

@@ -27,6 +27,7 @@ const pragmas = (busyTimeoutMs: number) => [
 // Statements for the direct path: SQL with `?` placeholders, run synchronously on cached prepared statements.
 export interface DirectSql {
   readonly get: <A = any>(sql: string, params: ReadonlyArray<unknown>) => A | undefined
+  readonly all: <A = any>(sql: string, params: ReadonlyArray<unknown>) => ReadonlyArray<A>
   // The number of rows changed.
   readonly run: (sql: string, params: ReadonlyArray<unknown>) => number
 }
@@ -204,6 +205,7 @@ export const make = (
     const direct: DirectSql = {
       get: (sql, params) =>
         prepare(sql).get(params) as any,
+      all: (sql, params) => prepare(sql).all(params) as any,
       run: (sql, params) => Number(prepare(sql).run(params).changes)
     }
     const directShape: SqliteDirectShape = {

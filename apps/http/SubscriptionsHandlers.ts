@@ -30,7 +30,6 @@ const invalidLink = (request: HttpServerRequest.HttpServerRequest) =>
 
 const parseToken = Schema.decodeUnknownOption(Token)
 
-// The answer to POST /subscribe, shared by the handler below and the hot path (apps/http/HotPath.ts).
 export const subscribeAnswer = (subscriptions: Subscriptions, payload: SubscribeRequest) =>
   subscriptions.subscribe(payload).pipe(
     Effect.map((receipt) =>

@@ -1,6 +1,8 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { Schema } from "effect"
-import { PaymentTransferRequest, Reference, TransferId } from "../../core/Transfer.ts"
+import { DateTime, ParseResult, Schema } from "effect"
+import { IdempotencyKey } from "../../core/Idempotency.ts"
+import { formatAmount } from "../../core/Money.ts"
+import { PaymentTransferRequest, Reference, Transfer, TransferId } from "../../core/Transfer.ts"
 import {
   BadRequest,
   Conflict,
@@ -44,19 +46,38 @@ export const TransferView = Schema.Struct({
   created: Schema.String
 })
 
-export const TransferEnvelope = Schema.Struct({ payment_transfer: TransferView })
+// The domain Transfer on the wire: one schema for the spec (its encoded side) and every response that holds a
+// transfer, so their fields and field order cannot drift apart. Encode only: a transfer is read from storage,
+// never from its view.
+export const TransferWire = Schema.transformOrFail(TransferView, Schema.typeSchema(Transfer), {
+  strict: true,
+  decode: (view, _, ast) =>
+    ParseResult.fail(new ParseResult.Forbidden(ast, view, "a transfer is not read from its view")),
+  encode: (t) =>
+    ParseResult.succeed({
+      id: t.id,
+      reference: t.reference,
+      amount: formatAmount(t.amount, t.currency),
+      currency: t.currency,
+      status: t.status,
+      sender: t.sender,
+      recipient: t.recipient,
+      ...(t.failure
+        ? { failure_code: t.failure.code, ...(t.failure.decline_code ? { decline_code: t.failure.decline_code } : {}) }
+        : {}),
+      created: DateTime.formatIso(t.createdAt)
+    })
+})
+
+export const TransferEnvelope = Schema.Struct({ payment_transfer: TransferWire })
 export const TransferList = Schema.Struct({
   object: Schema.Literal("list"),
-  data: Schema.Array(TransferView),
+  data: Schema.Array(TransferWire),
   has_more: Schema.Boolean
 })
 export const BalanceView = Schema.Struct({
   balances: Schema.Array(Schema.Struct({ merchant_id: Schema.String, currency: Schema.String, amount: Schema.String }))
 })
-
-export const IdempotencyKey = Schema.String.pipe(
-  Schema.pattern(/^[\x21-\x7E]{1,255}$/, { message: () => "Idempotency-Key is 1-255 printable ASCII characters." })
-)
 
 const Limit = Schema.NumberFromString.pipe(
   Schema.int(),

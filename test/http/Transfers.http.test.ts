@@ -462,6 +462,30 @@ describe("idempotency", () => {
     assert.strictEqual(count("transfers"), before)
   })
 
+  it("replays a 409 duplicate_reference and a 402 of our own checks byte for byte, with the first request id", async () => {
+    const taken = transferBody()
+    assertApproved(await api.create(taken), taken)
+    const declinedHere = transferBody({ sender_account_uri: accountUri(breakLuhn(randomPan())) })
+    for (
+      const [body, status, code] of [
+        [transferBody({ ...(taken.payment_transfer as any), amount: "1.00" }), 409, "duplicate_reference"],
+        [declinedHere, 402, "incorrect_number"]
+      ] as const
+    ) {
+      const idempotencyKey = key()
+      const first = await api.create(body, { idempotencyKey })
+      assert.strictEqual(first.status, status, first.text)
+      assert.strictEqual(first.json.error.code, code)
+      const before = counts()
+      const second = await api.create(body, { idempotencyKey })
+      assert.strictEqual(second.status, status)
+      assert.strictEqual(second.text, first.text)
+      assert.strictEqual(second.headers.get("idempotent-replayed"), "true")
+      assert.notStrictEqual(second.headers.get("x-request-id"), first.headers.get("x-request-id"))
+      assert.deepStrictEqual(counts(), before)
+    }
+  })
+
   it("answers a used reference with 409 duplicate_reference naming the existing transfer", async () => {
     const body = transferBody()
     const first = assertApproved(await api.create(body), body)

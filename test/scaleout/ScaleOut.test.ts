@@ -143,8 +143,8 @@ describe.skipIf(!onPostgres)(
         { id, status: "approved" }
       ])
       assert.deepStrictEqual(
-        query("SELECT response_status FROM idempotency_keys WHERE idempotency_key = ?", idempotencyKey),
-        [{ response_status: 201 }]
+        query("SELECT answer, transfer_id FROM idempotency_keys WHERE idempotency_key = ?", idempotencyKey),
+        [{ answer: "transfer_made", transfer_id: id }]
       )
       // Afterwards either instance replays it.
       for (const a of apis) {
@@ -451,7 +451,7 @@ describe.skipIf(!onPostgres)(
       try {
         for (const s of started) if (s.status === "rejected") throw s.reason
         const migrations = pair[0]!.query<{ n: number }>("SELECT count(*) AS n FROM effect_sql_migrations")
-        assert.deepStrictEqual(migrations, [{ n: 3 }])
+        assert.deepStrictEqual(migrations, [{ n: 4 }])
         const keys = pair.flatMap((a) => (a.output.includes("shown only now") ? [firstApiKey(a.output)] : []))
         assert.isAtLeast(keys.length, 1)
         const clients = pair[0]!.query<{ n: number }>("SELECT count(*) AS n FROM api_clients")[0]!.n

@@ -11,6 +11,7 @@ import { layer as SqlTransferStore } from "../../adapters/sql/SqlTransferStore.t
 import { CurrencyCode } from "../../core/Currency.ts"
 import { Email } from "../../core/Email.ts"
 import { DefaultFeed } from "../../core/Feed.ts"
+import { IdempotencyKey, RequestHash } from "../../core/Idempotency.ts"
 import { MailThrottle, SubscriberName } from "../../core/Subscription.ts"
 import { SubscriptionStore } from "../../core/SubscriptionStore.ts"
 import { ClientId, Reference, Transfer, TransferId } from "../../core/Transfer.ts"
@@ -151,36 +152,47 @@ describe.skipIf(!postgresEnabled)(
           assert.strictEqual(ids.length, 30)
         }))
 
-      it.scoped("20 rounds of beginIdempotent and record racing over both pools: one Started, one row a round", () =>
+      it.scoped("20 rounds of keyed and plain records racing over both pools: one Started, one row a reference", () =>
         Effect.gen(function*() {
           const pools = yield* twoPools
           const stores = pools.map((p) => Context.get(p, TransferStore))
           const client = ClientId.make(`cl_${"racer".padEnd(24, "x")}`)
           const now = DateTime.unsafeMake(Date.now())
           yield* stores[0]!.createClient({ id: client, name: "Racer" }, "hash-racer", now)
+          const claim = (round: number) => ({
+            key: IdempotencyKey.make(`key-${round}`),
+            requestHash: RequestHash.make("hash-same-body"),
+            requestId: `req-${round}`
+          })
           for (let round = 0; round < 20; round++) {
             const racers = Array.from({ length: 8 }, (_, i) => i)
             const starts = yield* Effect.all(
-              racers.map((i) => stores[i % 2]!.beginIdempotent(client, `key-${round}`, "hash-same-body", now)),
+              racers.map((i) =>
+                stores[i % 2]!.reserve(
+                  new Transfer({ ...transfer(client, `r${round}p${i}`, `ref-${round}`, 100n, now), status: "pending" }),
+                  claim(round)
+                )
+              ),
               { concurrency: "unbounded" }
             )
             assert.strictEqual(starts.filter((s) => s._tag === "Started").length, 1, `round ${round}`)
             assert.strictEqual(starts.filter((s) => s._tag === "InProgress").length, 7, `round ${round}`)
             const records = yield* Effect.all(
               racers.map((i) =>
-                Effect.either(stores[i % 2]!.record(transfer(client, `r${round}p${i}`, `ref-${round}`, 100n, now)))
+                Effect.either(stores[i % 2]!.record(transfer(client, `r${round}q${i}`, `plain-${round}`, 100n, now)))
               ),
               { concurrency: "unbounded" }
             )
-            const winners = records.flatMap((r) => (r._tag === "Right" ? [r.right.id] : []))
+            const winners = racers.filter((i) => records[i]!._tag === "Right")
             assert.lengthOf(winners, 1, `round ${round}`)
-            for (const r of records) if (r._tag === "Left") assert.strictEqual(r.left.existing, winners[0])
+            const winner = TransferId.make(`tr_${`r${round}q${winners[0]}`.padEnd(24, "x")}`)
+            for (const r of records) if (r._tag === "Left") assert.strictEqual(r.left.existing, winner)
           }
           const counts = yield* Effect.provide(
             Effect.all([countRows("transfers"), countRows("idempotency_keys")]),
             pools[1]
           )
-          assert.deepStrictEqual(counts, [20, 20])
+          assert.deepStrictEqual(counts, [40, 20])
         }))
     })
   }

@@ -5,6 +5,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { CurrencyCode } from "../../core/Currency.ts"
+import { IdempotencyKey, RequestHash } from "../../core/Idempotency.ts"
 import { ClientId, Reference, Transfer, TransferId } from "../../core/Transfer.ts"
 import { TransferStore } from "../../core/TransferStore.ts"
 import { sqliteTransferStoreOn, tempDir, tempSqliteTransferStore } from "./TempSqlite.ts"
@@ -57,12 +58,14 @@ interface ProcessResult {
 
 interface RoundResult {
   readonly start: string
+  readonly replayed: string | null
   readonly recorded: string | null
   readonly existing: string | null
 }
 
 const transferProcess = fileURLToPath(new URL("./TransferProcess.ts", import.meta.url))
-const processTransferId = (label: string, round: number) => `tr_${`p${label}r${round}`.padEnd(24, "x")}`
+const processTransferId = (kind: "p" | "q", label: string, round: number) =>
+  `tr_${`${kind}${label}r${round}`.padEnd(24, "x")}`
 
 // Starts `count` processes on `filename`, lets them all go at once when every one is ready, and answers how
 // each ended. The processes are killed if the test ends first.
@@ -100,11 +103,11 @@ const runProcesses = (filename: string, client: ClientId, count: number, rounds:
   })
 
 // Separate processes, each with its own connection, as several app instances on one file would be. In every
-// round all processes begin the same idempotency key with the same body and then record a transfer with the
-// same reference (each with its own id), so both the key and the reference are raced across processes.
+// round all processes record a transfer with one reference under one idempotency key and one body, then one
+// with another shared reference and no key, so both the key and the references are raced across processes.
 describe("SQLite transfer storage across processes", () => {
   it.live(
-    "processes racing beginIdempotent and record on one key and one reference: one Started, one row",
+    "processes racing keyed and plain records: one Started a key, one row a reference, the rest replay or name it",
     () =>
       Effect.scoped(Effect.gen(function*() {
         const dir = yield* tempDir
@@ -127,36 +130,40 @@ describe("SQLite transfer storage across processes", () => {
           const answers = perProcess.map((p) => p[round]!)
           const starters = answers.flatMap((a, i) => (a.start === "Started" ? [i] : []))
           assert.lengthOf(starters, 1, `round ${round}: starts ${answers.map((a) => a.start)}`)
-          for (const a of answers) assert.include(["Started", "InProgress", "Replay"], a.start, `round ${round}`)
-          const winners = answers.flatMap((a, i) => (a.recorded === null ? [] : [i]))
-          assert.lengthOf(winners, 1, `round ${round}: one record succeeds`)
-          const winnerId = processTransferId(String(winners[0]), round)
-          assert.strictEqual(answers[winners[0]!]!.recorded, winnerId)
-          for (const [i, a] of answers.entries()) {
-            if (i !== winners[0]) assert.strictEqual(a.existing, winnerId, `round ${round} process ${i}`)
+          const keyed = processTransferId("p", String(starters[0]), round)
+          for (const a of answers) {
+            assert.include(["Started", "InProgress", "Replay"], a.start, `round ${round}`)
+            if (a.start === "Replay") assert.strictEqual(a.replayed, keyed, `round ${round}`)
           }
           const rows = yield* sql<{ id: string }>`SELECT id FROM transfers WHERE reference = ${`ref-${round}`}`
-          assert.deepStrictEqual(rows.map((r) => r.id), [winnerId], `round ${round}`)
-          // The key replays the winner's response if the process that started it also won the reference;
-          // otherwise its record failed and the key is still running.
-          const again = yield* store.beginIdempotent(
-            client,
-            `key-${round}`,
-            "hash-same-body",
-            DateTime.unsafeMake(Date.now())
+          assert.deepStrictEqual(rows.map((r) => r.id), [keyed], `round ${round}`)
+          const again = yield* store.reserve(
+            new Transfer({
+              ...Option.getOrThrow(yield* store.get(client, TransferId.make(keyed))),
+              id: TransferId.make(processTransferId("p", "x", round)),
+              status: "pending"
+            }),
+            {
+              key: IdempotencyKey.make(`key-${round}`),
+              requestHash: RequestHash.make("hash-same-body"),
+              requestId: "req-again"
+            }
           )
-          if (starters[0] === winners[0]) {
-            assert.deepStrictEqual(again, {
-              _tag: "Replay",
-              response: { status: 201, body: JSON.stringify({ id: winnerId }) }
-            })
-          } else {
-            assert.deepStrictEqual(again, { _tag: "InProgress" })
+          assert.strictEqual(
+            again._tag === "Replay" && again.answer._tag === "TransferMade" ? again.answer.transferId : again._tag,
+            keyed as string
+          )
+          const winners = answers.flatMap((a, i) => (a.recorded === null ? [] : [i]))
+          assert.lengthOf(winners, 1, `round ${round}: one plain record succeeds`)
+          const plain = processTransferId("q", String(winners[0]), round)
+          assert.strictEqual(answers[winners[0]!]!.recorded, plain)
+          for (const [i, a] of answers.entries()) {
+            if (i !== winners[0]) assert.strictEqual(a.existing, plain, `round ${round} process ${i}`)
           }
         }
         const counts = yield* sql<{ transfers: unknown; keys: unknown }>`
           SELECT (SELECT count(*) FROM transfers) AS transfers, (SELECT count(*) FROM idempotency_keys) AS keys`
-        assert.deepStrictEqual([Number(counts[0]!.transfers), Number(counts[0]!.keys)], [rounds, rounds])
+        assert.deepStrictEqual([Number(counts[0]!.transfers), Number(counts[0]!.keys)], [2 * rounds, rounds])
       })),
     60_000
   )

@@ -4,11 +4,18 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Duration, Effect, Either, FastCheck as fc, type Layer, Option } from "effect"
 import { millisOf } from "../../adapters/sql/Dialect.ts"
-import { IdempotencyLease } from "../../adapters/sql/SqlTransferStore.ts"
 import { CurrencyCode } from "../../core/Currency.ts"
+import {
+  IdempotencyKey,
+  IdempotencyLease,
+  IdempotencyStart,
+  KeptAnswer,
+  type KeyClaim,
+  RequestHash
+} from "../../core/Idempotency.ts"
 import { ClientId, DuplicateReference, Reference, Transfer, TransferId } from "../../core/Transfer.ts"
 import { randomId } from "../../core/Transfers.ts"
-import { type Completion, type StoredResponse, TransferStore } from "../../core/TransferStore.ts"
+import { TransferStore } from "../../core/TransferStore.ts"
 
 const T0 = Date.UTC(2025, 0, 15, 12, 0, 0)
 const at = (ms: number) => DateTime.unsafeMake(T0 + ms)
@@ -79,10 +86,22 @@ const countIdempotencyKeys = Effect.flatMap(
   (sql) => sql<{ n: unknown }>`SELECT count(*) AS n FROM idempotency_keys`
 ).pipe(Effect.map((rows) => Number(rows[0]!.n)), Effect.orDie)
 
-const responseOf = (status: number) => (t: Transfer): StoredResponse => ({
-  status,
-  body: JSON.stringify({ id: t.id, reference: t.reference, status: t.status })
+const pending = (client: ClientId, label: string, overrides: Partial<TransferFields> = {}) =>
+  new Transfer({ ...base(client, label), status: "pending", ...overrides })
+
+// Records a transfer that is already final, answering it.
+const record = (t: Transfer) => Effect.flatMap(TransferStore, (store) => Effect.as(store.record(t), t))
+
+const claim = (key: string, hash = "hash-one", requestId = "req-1"): KeyClaim => ({
+  key: IdempotencyKey.make(key),
+  requestHash: RequestHash.make(hash),
+  requestId
 })
+const Started = IdempotencyStart.Started()
+const InProgress = IdempotencyStart.InProgress()
+const Mismatch = IdempotencyStart.Mismatch()
+const made = (t: Transfer, requestId = "req-1") =>
+  IdempotencyStart.Replay({ answer: KeptAnswer.TransferMade({ transferId: t.id }), requestId })
 
 export const transferStoreContract = (
   name: string,
@@ -148,7 +167,7 @@ export const transferStoreContract = (
             authorizationCode: "A1B2C3",
             createdAt: at(123)
           })
-          const recorded = yield* store.record(transfer)
+          const recorded = yield* record(transfer)
           assert.deepStrictEqual(plain(recorded), plain(transfer))
           const got = yield* store.get(client, transfer.id)
           assert.isTrue(Option.isSome(got))
@@ -227,7 +246,7 @@ export const transferStoreContract = (
           const store = yield* TransferStore
           const a = yield* newClient("a")
           const b = yield* newClient("b")
-          const transfer = yield* store.record(approved(a, "mine"))
+          const transfer = yield* record(approved(a, "mine"))
           assert.isTrue(Option.isSome(yield* store.get(a, transfer.id)))
           assert.isUndefined(valueOf(yield* store.get(b, transfer.id)))
           assert.isUndefined(valueOf(yield* store.byReference(b, transfer.reference)))
@@ -241,7 +260,7 @@ export const transferStoreContract = (
         run(Effect.gen(function*() {
           const store = yield* TransferStore
           const client = yield* newClient("a")
-          const first = yield* store.record(approved(client, "first", { reference: ref("shared") }))
+          const first = yield* record(approved(client, "first", { reference: ref("shared") }))
           const error = yield* Effect.flip(
             store.record(declined(client, "second", { reference: ref("shared"), createdAt: at(1000) }))
           )
@@ -276,7 +295,7 @@ export const transferStoreContract = (
           const results = yield* Effect.all(
             Array.from(
               { length: 20 },
-              (_, i) => Effect.either(store.record(approved(client, `race${i}`, { reference: ref("race") })))
+              (_, i) => Effect.either(record(approved(client, `race${i}`, { reference: ref("race") })))
             ),
             { concurrency: "unbounded" }
           )
@@ -293,91 +312,117 @@ export const transferStoreContract = (
         })))
     })
 
+    describe("reserve, settle and cancel", () => {
+      it.effect("a reservation is pending until settled; a cancelled one frees its reference", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          assert.deepStrictEqual(yield* store.reserve(pending(client, "one")), Started)
+          assert.strictEqual(Option.getOrThrow(yield* store.get(client, transferId("one"))).status, "pending")
+          const error = yield* Effect.flip(store.reserve(pending(client, "two", { reference: ref("one") })))
+          assert.strictEqual(error.existing, transferId("one"))
+          yield* store.settle(declined(client, "one", { failure: { code: "insufficient_funds" } }))
+          const settled = Option.getOrThrow(yield* store.get(client, transferId("one")))
+          assert.deepStrictEqual(
+            plain(settled),
+            plain(declined(client, "one", { failure: { code: "insufficient_funds" } }))
+          )
+          // A settled transfer is not cancelled, nor settled again.
+          yield* store.cancel(settled)
+          yield* store.settle(approved(client, "one"))
+          assert.strictEqual(Option.getOrThrow(yield* store.get(client, transferId("one"))).status, "declined")
+          yield* store.reserve(pending(client, "three"))
+          yield* store.cancel(pending(client, "three"))
+          assert.isUndefined(valueOf(yield* store.get(client, transferId("three"))))
+          assert.deepStrictEqual(yield* store.reserve(pending(client, "four", { reference: ref("three") })), Started)
+        })))
+    })
+
     describe("idempotency", () => {
-      it.effect("Started, then InProgress while running, Mismatch for another body, Replay once completed", () =>
+      it.effect("Started, then InProgress while running, Mismatch for another hash, Replay once settled", () =>
         run(Effect.gen(function*() {
           const store = yield* TransferStore
           const client = yield* newClient("a")
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", t0), { _tag: "Started" })
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(1)), {
-            _tag: "InProgress"
-          })
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-two", at(2)), {
-            _tag: "Mismatch"
-          })
-          // Exact bytes: white space, unicode and a trailing newline survive.
-          const response = { status: 402, body: "{ \"error\" : \"déclinée — 💳\" }\n" }
-          yield* store.completeIdempotent(client, "key-1", response)
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(3)), {
-            _tag: "Replay",
-            response
-          })
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-two", at(4)), {
-            _tag: "Mismatch"
-          })
-          // A completed response is never released: a late release of the same key keeps it.
-          yield* store.releaseIdempotent(client, "key-1")
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(5)), {
-            _tag: "Replay",
-            response
-          })
-          // Long after, still the same answer: a completed record is not taken over.
+          assert.deepStrictEqual(yield* store.reserve(pending(client, "p1"), claim("key-1")), Started)
+          // Anything but Started writes no transfer.
+          assert.deepStrictEqual(
+            yield* store.reserve(pending(client, "p2", { createdAt: at(1) }), claim("key-1", "hash-one", "req-2")),
+            InProgress
+          )
+          assert.deepStrictEqual(
+            yield* store.record(declined(client, "p3", { createdAt: at(2) }), claim("key-1", "hash-two")),
+            Mismatch
+          )
+          assert.strictEqual(yield* countTransfers(), 1)
+          yield* store.settle(approved(client, "p1"), claim("key-1").key)
+          const replay = made(approved(client, "p1"))
+          assert.deepStrictEqual(
+            yield* store.reserve(pending(client, "p4", { createdAt: at(3) }), claim("key-1", "hash-one", "req-4")),
+            replay
+          )
+          assert.deepStrictEqual(
+            yield* store.reserve(pending(client, "p5", { createdAt: at(4) }), claim("key-1", "hash-two")),
+            Mismatch
+          )
+          // An answered key is never released, nor answered again.
+          yield* store.release(client, claim("key-1").key)
+          yield* store.keep(client, claim("key-1").key, KeptAnswer.ReferenceTaken({ existing: transferId("other") }))
+          assert.deepStrictEqual(
+            yield* store.record(declined(client, "p6", { createdAt: at(5) }), claim("key-1")),
+            replay
+          )
+          // Long after, still the same answer: an answered key is not taken over.
           const later = DateTime.addDuration(t0, Duration.times(IdempotencyLease, 10))
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", later), {
-            _tag: "Replay",
-            response
-          })
+          assert.deepStrictEqual(
+            yield* store.reserve(pending(client, "p7", { createdAt: later }), claim("key-1")),
+            replay
+          )
           assert.strictEqual(yield* countIdempotencyKeys, 1)
+          assert.strictEqual(yield* countTransfers(), 1)
         })))
 
-      it.effect("a released key starts again, with the same or another body", () =>
+      it.effect("a released key starts again, with the same or another hash", () =>
         run(Effect.gen(function*() {
           const store = yield* TransferStore
           const client = yield* newClient("a")
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", t0), { _tag: "Started" })
-          yield* store.releaseIdempotent(client, "key-1")
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(1)), {
-            _tag: "Started"
-          })
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(2)), {
-            _tag: "InProgress"
-          })
-          yield* store.releaseIdempotent(client, "key-1")
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-two", at(3)), {
-            _tag: "Started"
-          })
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(4)), {
-            _tag: "Mismatch"
-          })
+          const key = claim("key-1").key
+          assert.deepStrictEqual(yield* store.reserve(pending(client, "p1"), claim("key-1")), Started)
+          yield* store.release(client, key)
+          assert.deepStrictEqual(
+            yield* store.reserve(pending(client, "p2", { createdAt: at(1) }), claim("key-1")),
+            Started
+          )
+          assert.deepStrictEqual(
+            yield* store.reserve(pending(client, "p3", { createdAt: at(2) }), claim("key-1")),
+            InProgress
+          )
+          yield* store.release(client, key)
+          assert.deepStrictEqual(
+            yield* store.reserve(pending(client, "p4", { createdAt: at(3) }), claim("key-1", "hash-two")),
+            Started
+          )
+          assert.deepStrictEqual(
+            yield* store.reserve(pending(client, "p5", { createdAt: at(4) }), claim("key-1")),
+            Mismatch
+          )
         })))
 
-      it.effect("a running key older than the lease is taken over, and the takeover renews the lease", () =>
+      it.effect("a running key older than the lease is taken over; the takeover renews the lease and request id", () =>
         run(Effect.gen(function*() {
           const store = yield* TransferStore
           const client = yield* newClient("a")
           const lease = Duration.toMillis(IdempotencyLease)
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", t0), { _tag: "Started" })
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(lease - 1)), {
-            _tag: "InProgress"
-          })
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(lease)), {
-            _tag: "Started"
-          })
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(lease + 1)), {
-            _tag: "InProgress"
-          })
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(2 * lease - 1)), {
-            _tag: "InProgress"
-          })
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(2 * lease)), {
-            _tag: "Started"
-          })
-          // Completion after a takeover is replayed as usual.
-          yield* store.completeIdempotent(client, "key-1", { status: 201, body: "{}" })
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(2 * lease + 1)), {
-            _tag: "Replay",
-            response: { status: 201, body: "{}" }
-          })
+          const attempt = (label: string, ms: number, requestId = "req-1") =>
+            store.reserve(pending(client, label, { createdAt: at(ms) }), claim("key-1", "hash-one", requestId))
+          assert.deepStrictEqual(yield* attempt("p1", 0), Started)
+          assert.deepStrictEqual(yield* attempt("p2", lease - 1), InProgress)
+          assert.deepStrictEqual(yield* attempt("p3", lease, "req-3"), Started)
+          assert.deepStrictEqual(yield* attempt("p4", lease + 1), InProgress)
+          assert.deepStrictEqual(yield* attempt("p5", 2 * lease - 1), InProgress)
+          assert.deepStrictEqual(yield* attempt("p6", 2 * lease, "req-6"), Started)
+          // The answer after a takeover is replayed with the request id of the request that took it over.
+          yield* store.settle(approved(client, "p6", { createdAt: at(2 * lease) }), claim("key-1").key)
+          assert.deepStrictEqual(yield* attempt("p7", 2 * lease + 1), made(approved(client, "p6"), "req-6"))
           assert.strictEqual(yield* countIdempotencyKeys, 1)
         })))
 
@@ -386,117 +431,120 @@ export const transferStoreContract = (
           const store = yield* TransferStore
           const a = yield* newClient("a")
           const b = yield* newClient("b")
-          assert.deepStrictEqual(yield* store.beginIdempotent(a, "shared-key", "hash-one", t0), { _tag: "Started" })
+          const key = claim("shared-key").key
+          assert.deepStrictEqual(yield* store.reserve(pending(a, "a1"), claim("shared-key")), Started)
           // Neither InProgress nor Mismatch: another client's key is another key.
-          assert.deepStrictEqual(yield* store.beginIdempotent(b, "shared-key", "hash-two", t0), { _tag: "Started" })
-          yield* store.completeIdempotent(a, "shared-key", { status: 201, body: "for a" })
-          assert.deepStrictEqual(yield* store.beginIdempotent(a, "shared-key", "hash-one", at(1)), {
-            _tag: "Replay",
-            response: { status: 201, body: "for a" }
-          })
-          assert.deepStrictEqual(yield* store.beginIdempotent(b, "shared-key", "hash-two", at(1)), {
-            _tag: "InProgress"
-          })
-          yield* store.releaseIdempotent(b, "shared-key")
-          assert.deepStrictEqual(yield* store.beginIdempotent(a, "shared-key", "hash-one", at(2)), {
-            _tag: "Replay",
-            response: { status: 201, body: "for a" }
-          })
-          assert.deepStrictEqual(yield* store.beginIdempotent(b, "shared-key", "hash-one", at(2)), {
-            _tag: "Started"
-          })
-          // b completing its key leaves a's response alone.
-          yield* store.completeIdempotent(b, "shared-key", { status: 409, body: "for b" })
-          assert.deepStrictEqual(yield* store.beginIdempotent(a, "shared-key", "hash-one", at(3)), {
-            _tag: "Replay",
-            response: { status: 201, body: "for a" }
-          })
-          assert.deepStrictEqual(yield* store.beginIdempotent(b, "shared-key", "hash-one", at(3)), {
-            _tag: "Replay",
-            response: { status: 409, body: "for b" }
-          })
+          assert.deepStrictEqual(
+            yield* store.reserve(pending(b, "b1"), claim("shared-key", "hash-two", "req-b")),
+            Started
+          )
+          yield* store.settle(approved(a, "a1"), key)
+          assert.deepStrictEqual(
+            yield* store.reserve(pending(a, "a2", { createdAt: at(1) }), claim("shared-key")),
+            made(approved(a, "a1"))
+          )
+          assert.deepStrictEqual(
+            yield* store.reserve(pending(b, "b2", { createdAt: at(1) }), claim("shared-key", "hash-two")),
+            InProgress
+          )
+          yield* store.release(b, key)
+          assert.deepStrictEqual(
+            yield* store.reserve(pending(a, "a3", { createdAt: at(2) }), claim("shared-key")),
+            made(approved(a, "a1"))
+          )
+          assert.deepStrictEqual(
+            yield* store.reserve(pending(b, "b3", { createdAt: at(2) }), claim("shared-key", "hash-one", "req-b3")),
+            Started
+          )
+          // b answering its key leaves a's answer alone.
+          yield* store.keep(b, key, KeptAnswer.ReferenceTaken({ existing: transferId("a1") }))
+          assert.deepStrictEqual(
+            yield* store.reserve(pending(a, "a4", { createdAt: at(3) }), claim("shared-key")),
+            made(approved(a, "a1"))
+          )
+          assert.deepStrictEqual(
+            yield* store.reserve(pending(b, "b4", { createdAt: at(3) }), claim("shared-key")),
+            IdempotencyStart.Replay({
+              answer: KeptAnswer.ReferenceTaken({ existing: transferId("a1") }),
+              requestId: "req-b3"
+            })
+          )
         })))
 
-      it.effect("20 concurrent beginIdempotent with one key and one body: exactly one Started", () =>
+      it.effect("20 concurrent reservations with one key and one hash: exactly one Started, one transfer", () =>
         run(Effect.gen(function*() {
           const store = yield* TransferStore
           const client = yield* newClient("a")
           const results = yield* Effect.all(
-            Array.from({ length: 20 }, () => store.beginIdempotent(client, "key-1", "hash-one", t0)),
+            Array.from({ length: 20 }, (_, i) => store.reserve(pending(client, `p${i}`), claim("key-1"))),
             { concurrency: "unbounded" }
           )
           assert.strictEqual(results.filter((r) => r._tag === "Started").length, 1)
           assert.strictEqual(results.filter((r) => r._tag === "InProgress").length, 19)
           assert.strictEqual(yield* countIdempotencyKeys, 1)
+          assert.strictEqual(yield* countTransfers(), 1)
         })))
 
       it.effect("20 concurrent takeovers of one expired key: exactly one Started", () =>
         run(Effect.gen(function*() {
           const store = yield* TransferStore
           const client = yield* newClient("a")
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", t0), { _tag: "Started" })
+          assert.deepStrictEqual(yield* store.reserve(pending(client, "first"), claim("key-1")), Started)
           const expired = DateTime.addDuration(t0, IdempotencyLease)
           const results = yield* Effect.all(
-            Array.from({ length: 20 }, () => store.beginIdempotent(client, "key-1", "hash-one", expired)),
+            Array.from(
+              { length: 20 },
+              (_, i) => store.reserve(pending(client, `p${i}`, { createdAt: expired }), claim("key-1"))
+            ),
             { concurrency: "unbounded" }
           )
           assert.strictEqual(results.filter((r) => r._tag === "Started").length, 1)
           assert.strictEqual(results.filter((r) => r._tag === "InProgress").length, 19)
         })))
 
-      for (const [kind, make, status] of [["approved", approved, 201], ["declined", declined, 402]] as const) {
-        it.effect(`record with a completion stores the response in the same write (${kind})`, () =>
+      for (const [kind, make] of [["approved", approved], ["declined", declined]] as const) {
+        it.effect(`record with a claim keeps the transfer as the key's answer in the same write (${kind})`, () =>
           run(Effect.gen(function*() {
             const store = yield* TransferStore
             const client = yield* newClient("a")
-            assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", t0), {
-              _tag: "Started"
-            })
-            const seen: Array<Transfer> = []
-            const completion: Completion = {
-              key: "key-1",
-              response: (t) => {
-                seen.push(t)
-                return responseOf(status)(t)
-              }
-            }
             const transfer = make(client, "one", { createdAt: at(10) })
-            yield* store.record(transfer, completion)
-            assert.deepStrictEqual(seen.map(plain), [plain(transfer)])
-            assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-one", at(20)), {
-              _tag: "Replay",
-              response: responseOf(status)(transfer)
-            })
-            assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-1", "hash-two", at(20)), {
-              _tag: "Mismatch"
-            })
+            assert.deepStrictEqual(yield* store.record(transfer, claim("key-1")), Started)
+            assert.deepStrictEqual(
+              yield* store.record(make(client, "two", { createdAt: at(20) }), claim("key-1", "hash-one", "req-2")),
+              made(transfer)
+            )
+            assert.deepStrictEqual(
+              yield* store.record(make(client, "three", { createdAt: at(20) }), claim("key-1", "hash-two")),
+              Mismatch
+            )
+            assert.strictEqual(yield* countTransfers(), 1)
           })))
       }
 
-      it.effect("a record that fails with DuplicateReference leaves its idempotency key running, not completed", () =>
-        run(Effect.gen(function*() {
-          const store = yield* TransferStore
-          const client = yield* newClient("a")
-          const first = yield* store.record(approved(client, "first", { reference: ref("shared") }))
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-2", "hash-one", t0), { _tag: "Started" })
-          const error = yield* Effect.flip(
-            store.record(approved(client, "second", { reference: ref("shared") }), {
-              key: "key-2",
-              response: responseOf(201)
-            })
-          )
-          assert.strictEqual(error.existing, first.id)
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-2", "hash-one", at(1)), {
-            _tag: "InProgress"
-          })
-          assert.strictEqual(yield* countTransfers(), 1)
-          // Still running, so the caller can store its own answer (or release the key).
-          yield* store.completeIdempotent(client, "key-2", { status: 409, body: "duplicate" })
-          assert.deepStrictEqual(yield* store.beginIdempotent(client, "key-2", "hash-one", at(2)), {
-            _tag: "Replay",
-            response: { status: 409, body: "duplicate" }
-          })
-        })))
+      for (const write of ["record", "reserve"] as const) {
+        it.effect(`a ${write} whose reference is taken leaves its key started, for the caller to answer`, () =>
+          run(Effect.gen(function*() {
+            const store = yield* TransferStore
+            const client = yield* newClient("a")
+            const first = yield* record(approved(client, "first", { reference: ref("shared") }))
+            const second = write === "record"
+              ? approved(client, "second", { reference: ref("shared") })
+              : pending(client, "second", { reference: ref("shared") })
+            const error = yield* Effect.flip(store[write](second, claim("key-2", "hash-one", "req-2")))
+            assert.strictEqual(error.existing, first.id)
+            assert.deepStrictEqual(
+              yield* store.reserve(pending(client, "third", { createdAt: at(1) }), claim("key-2")),
+              InProgress
+            )
+            assert.strictEqual(yield* countTransfers(), 1)
+            const taken = KeptAnswer.ReferenceTaken({ existing: first.id })
+            yield* store.keep(client, claim("key-2").key, taken)
+            assert.deepStrictEqual(
+              yield* store.reserve(pending(client, "fourth", { createdAt: at(2) }), claim("key-2")),
+              IdempotencyStart.Replay({ answer: taken, requestId: "req-2" })
+            )
+          })))
+      }
     })
 
     describe("list", () => {
@@ -704,7 +752,7 @@ export const transferStoreContract = (
     })
 
     describe("card data", () => {
-      const timeColumns = new Set(["created_at", "started_at", "completed_at"])
+      const timeColumns = new Set(["created_at", "started_at"])
 
       it.effect("no column of any row holds a card-number-like run of 12 or more digits", () =>
         run(Effect.gen(function*() {
@@ -715,17 +763,15 @@ export const transferStoreContract = (
           yield* store.record(approved(a, "one", { amount: 123_456_789n }))
           yield* store.record(declined(a, "two", { createdAt: at(5) }))
           yield* store.record(declined(b, "three", { failure: { code: "incorrect_cvc" }, createdAt: at(6) }))
-          yield* store.beginIdempotent(a, "key-running", "hash-one", at(7))
-          yield* store.beginIdempotent(a, "key-done", "hash-two", at(8))
-          yield* store.completeIdempotent(a, "key-done", { status: 409, body: "{\"error\":\"duplicate\"}" })
-          yield* store.beginIdempotent(b, "key-recorded", "hash-three", at(9))
-          yield* store.record(approved(b, "four", { createdAt: at(10) }), {
-            key: "key-recorded",
-            response: (t) => ({
-              status: 201,
-              body: JSON.stringify({ payment_transfer: { id: t.id, amount: "12.34" } })
-            })
-          })
+          yield* store.reserve(pending(a, "running", { createdAt: at(7) }), claim("key-running"))
+          yield* store.reserve(pending(a, "taken", { reference: ref("one"), createdAt: at(8) }), claim("key-done"))
+            .pipe(
+              Effect.flip,
+              Effect.flatMap((e) =>
+                store.keep(a, claim("key-done").key, KeptAnswer.ReferenceTaken({ existing: e.existing }))
+              )
+            )
+          yield* store.record(approved(b, "four", { createdAt: at(10) }), claim("key-recorded", "hash-three"))
           for (const table of ["transfers", "idempotency_keys", "api_clients"] as const) {
             const rows = yield* sql<Record<string, unknown>>`SELECT * FROM ${sql(table)}`
             assert.isNotEmpty(rows, table)

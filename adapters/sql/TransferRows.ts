@@ -1,0 +1,132 @@
+import { DateTime } from "effect"
+import type { CardBrand } from "../../core/Card.ts"
+import type { CardErrorCode } from "../../core/CardNetwork.ts"
+import type { CurrencyCode } from "../../core/Currency.ts"
+import { KeptAnswer, type KeyRecord, type RequestHash } from "../../core/Idempotency.ts"
+import { type ClientId, type Reference, Transfer, type TransferId } from "../../core/Transfer.ts"
+import { millisOf } from "./Dialect.ts"
+
+// Rows of the transfer tables and their mapping to the domain, shared by the PostgreSQL and SQLite stores.
+
+export interface TransferRow {
+  readonly id: string
+  readonly client_id: string
+  readonly reference: string
+  readonly amount: number | bigint | string
+  readonly currency: string
+  readonly status: "pending" | "approved" | "declined"
+  readonly sender_first_name: string
+  readonly sender_middle_name: string | null
+  readonly sender_email: string
+  readonly card_brand: string
+  readonly card_last4: string
+  readonly card_exp_month: number
+  readonly card_exp_year: number
+  readonly card_fingerprint: string
+  readonly recipient_first_name: string
+  readonly recipient_middle_name: string | null
+  readonly recipient_email: string
+  readonly recipient_merchant_id: string
+  readonly failure_code: string | null
+  readonly decline_code: string | null
+  readonly authorization_code: string | null
+  readonly created_at: unknown
+}
+
+const millis = DateTime.toEpochMillis
+
+const optional = <K extends string>(key: K, value: string | null) =>
+  (value === null ? {} : { [key]: value }) as { [P in K]?: string }
+
+// A row this store wrote, through the constraints of its table: mapped, not validated again.
+export const toTransfer = (r: TransferRow) =>
+  new Transfer({
+    id: r.id as TransferId,
+    clientId: r.client_id as ClientId,
+    reference: r.reference as Reference,
+    amount: BigInt(r.amount),
+    currency: r.currency as CurrencyCode,
+    status: r.status,
+    sender: {
+      first_name: r.sender_first_name,
+      ...optional("middle_name", r.sender_middle_name),
+      email: r.sender_email,
+      card: {
+        brand: r.card_brand as CardBrand,
+        last4: r.card_last4,
+        exp_month: Number(r.card_exp_month),
+        exp_year: Number(r.card_exp_year),
+        fingerprint: r.card_fingerprint
+      }
+    },
+    recipient: {
+      first_name: r.recipient_first_name,
+      ...optional("middle_name", r.recipient_middle_name),
+      email: r.recipient_email,
+      merchant_id: r.recipient_merchant_id
+    },
+    ...(r.failure_code === null ? {} : {
+      failure: { code: r.failure_code as CardErrorCode, ...optional("decline_code", r.decline_code) }
+    }),
+    ...optional("authorizationCode", r.authorization_code),
+    createdAt: DateTime.unsafeMake(millisOf(r.created_at))
+  }, { disableValidation: true })
+
+// The amount is read as text: SQLite drivers hand out INTEGERs as JS numbers, exact only up to 2^53.
+export const TransferColumns = `id, client_id, reference, CAST(amount AS TEXT) AS amount, currency, status,
+    sender_first_name, sender_middle_name, sender_email, card_brand, card_last4, card_exp_month, card_exp_year,
+    card_fingerprint, recipient_first_name, recipient_middle_name, recipient_email, recipient_merchant_id,
+    failure_code, decline_code, authorization_code, created_at`
+
+// A transfer as a row of its table; `time` turns a time into the dialect's parameter.
+export const transferRow = (t: Transfer, time: (ms: number) => number | Date) => ({
+  id: t.id,
+  client_id: t.clientId,
+  reference: t.reference,
+  amount: t.amount,
+  currency: t.currency,
+  status: t.status,
+  sender_first_name: t.sender.first_name,
+  sender_middle_name: t.sender.middle_name ?? null,
+  sender_email: t.sender.email,
+  card_brand: t.sender.card.brand,
+  card_last4: t.sender.card.last4,
+  card_exp_month: t.sender.card.exp_month,
+  card_exp_year: t.sender.card.exp_year,
+  card_fingerprint: t.sender.card.fingerprint,
+  recipient_first_name: t.recipient.first_name,
+  recipient_middle_name: t.recipient.middle_name ?? null,
+  recipient_email: t.recipient.email,
+  recipient_merchant_id: t.recipient.merchant_id,
+  failure_code: t.failure?.code ?? null,
+  decline_code: t.failure?.decline_code ?? null,
+  authorization_code: t.authorizationCode ?? null,
+  created_at: time(millis(t.createdAt))
+})
+
+export interface KeyRow {
+  readonly request_hash: string
+  readonly request_id: string | null
+  readonly started_at: unknown
+  readonly answer: "transfer_made" | "reference_taken" | null
+  readonly transfer_id: string | null
+}
+
+export const KeyColumns = "request_hash, request_id, started_at, answer, transfer_id"
+
+export const toKeyRecord = (r: KeyRow): KeyRecord => ({
+  requestHash: r.request_hash as RequestHash,
+  requestId: r.request_id ?? "",
+  startedAt: DateTime.unsafeMake(millisOf(r.started_at)),
+  answer: r.answer === null
+    ? undefined
+    : r.answer === "transfer_made"
+    ? KeptAnswer.TransferMade({ transferId: r.transfer_id as TransferId })
+    : KeptAnswer.ReferenceTaken({ existing: r.transfer_id as TransferId })
+})
+
+// An answer as the columns (answer, transfer_id).
+export const answerColumns = (answer: KeptAnswer) =>
+  answer._tag === "TransferMade"
+    ? ["transfer_made", answer.transferId] as const
+    : ["reference_taken", answer.existing] as const

@@ -1,0 +1,96 @@
+import { Data, DateTime, Duration, Redacted, Schema } from "effect"
+import type { CardFingerprintsShape } from "./CardFingerprints.ts"
+import { PaymentTransferRequest, type TransferId } from "./Transfer.ts"
+
+// Idempotency-Key rules, in one place: how a request is recognised as the same one again (its hash), how long
+// a first attempt blocks its key (the lease), and what a retry is answered with. Stores only keep the rows;
+// they apply `decideStart` inside the transaction that reads the key, so concurrent retries see one decision.
+
+export const IdempotencyKey = Schema.String.pipe(
+  Schema.pattern(/^[\x21-\x7E]{1,255}$/, { message: () => "Idempotency-Key is 1-255 printable ASCII characters." }),
+  Schema.brand("IdempotencyKey")
+)
+export type IdempotencyKey = typeof IdempotencyKey.Type
+
+export const RequestHash = Schema.String.pipe(Schema.brand("RequestHash"))
+export type RequestHash = typeof RequestHash.Type
+
+// A first attempt that has run this long without an answer is taken to have died with its process; a retry
+// may then take the key over (the reference keeps it from charging twice).
+export const IdempotencyLease = Duration.minutes(1)
+
+// JSON with object keys sorted, so that equal values give equal text whatever order they were written in.
+export const canonicalJson = (value: unknown): string =>
+  Array.isArray(value)
+    ? `[${value.map(canonicalJson).join(",")}]`
+    : value !== null && typeof value === "object"
+    ? `{${
+      Object.keys(value).sort().filter((k) => (value as any)[k] !== undefined)
+        .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as any)[k])}`).join(",")
+    }}`
+    : JSON.stringify(value)
+
+const encodeRequest = Schema.encodeSync(PaymentTransferRequest)
+
+// Hashed from the decoded request, encoded back to its wire form, not from the body's bytes: the same
+// parameters give the same hash whatever the key order, white space or exp/cvc order of the body (the
+// comparison Stripe makes), and no handler needs the raw body. Wrapped as the body was, so keys started
+// before this rule still match. The hash is keyed (CardFingerprints): the request holds card data.
+export const requestHash = (fingerprints: CardFingerprintsShape, request: PaymentTransferRequest): RequestHash =>
+  RequestHash.make(
+    fingerprints.of(Redacted.make(canonicalJson({ payment_transfer: encodeRequest(request) })))
+  )
+
+// The lasting answer a key keeps, as domain facts: the transfer its first request made (approved or
+// declined), or the transfer that already held the reference. Replays are rendered again from these.
+export type KeptAnswer = Data.TaggedEnum<{
+  TransferMade: { readonly transferId: TransferId }
+  ReferenceTaken: { readonly existing: TransferId }
+}>
+export const KeptAnswer = Data.taggedEnum<KeptAnswer>()
+
+// A key as stored. `requestId` is the first request's: a replayed error names it, as the first answer did.
+export interface KeyRecord {
+  readonly requestHash: RequestHash
+  readonly requestId: string
+  readonly startedAt: DateTime.Utc
+  readonly answer: KeptAnswer | undefined
+}
+
+// A request presenting a key.
+export interface KeyClaim {
+  readonly key: IdempotencyKey
+  readonly requestHash: RequestHash
+  readonly requestId: string
+}
+
+export type IdempotencyStart = Data.TaggedEnum<{
+  // The request runs; the store (re)writes the key as started now, with this request's hash and id.
+  Started: {}
+  Replay: { readonly answer: KeptAnswer; readonly requestId: string }
+  Mismatch: {}
+  InProgress: {}
+}>
+export const IdempotencyStart = Data.taggedEnum<IdempotencyStart>()
+
+const started = IdempotencyStart.Started()
+const mismatch = IdempotencyStart.Mismatch()
+const inProgress = IdempotencyStart.InProgress()
+
+// What a request with `claim` does to the key's record (none yet: the key is new).
+export const decideStart = (
+  record: KeyRecord | undefined,
+  claim: KeyClaim,
+  now: DateTime.Utc
+): IdempotencyStart => {
+  if (record === undefined) return started
+  if (record.requestHash !== claim.requestHash) return mismatch
+  if (record.answer !== undefined) {
+    return IdempotencyStart.Replay({ answer: record.answer, requestId: record.requestId })
+  }
+  const leaseEnds = DateTime.toEpochMillis(record.startedAt) + Duration.toMillis(IdempotencyLease)
+  return leaseEnds <= DateTime.toEpochMillis(now) ? started : inProgress
+}
+
+export class IdempotencyKeyReused extends Schema.TaggedError<IdempotencyKeyReused>()("IdempotencyKeyReused", {}) {}
+export class IdempotencyKeyInUse extends Schema.TaggedError<IdempotencyKeyInUse>()("IdempotencyKeyInUse", {}) {}

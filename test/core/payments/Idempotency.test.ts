@@ -1,0 +1,109 @@
+import { assert, describe, it } from "@effect/vitest"
+import { DateTime, Duration, Redacted, Schema } from "effect"
+import * as fc from "effect/FastCheck"
+import {
+  canonicalJson,
+  decideStart,
+  IdempotencyKey,
+  IdempotencyLease,
+  KeptAnswer,
+  type KeyRecord,
+  RequestHash,
+  requestHash
+} from "../../../core/Idempotency.ts"
+import { PaymentTransferRequest, TransferId } from "../../../core/Transfer.ts"
+import { accountParts, cvcParam, expParam, renderUri } from "./arbitraries.ts"
+
+// A stand-in for the keyed hash: the canonical text itself, so that tests can see what is hashed.
+const fingerprints = { of: (value: Redacted.Redacted<string>) => `h(${Redacted.value(value)})` }
+const decode = Schema.decodeUnknownSync(PaymentTransferRequest)
+
+// Every permutation of an object's keys, nested objects included, is the same JSON value.
+const shuffled = (value: unknown, seed: number): unknown => {
+  if (Array.isArray(value)) return value.map((v) => shuffled(v, seed))
+  if (value === null || typeof value !== "object") return value
+  const entries = Object.entries(value)
+  const rotated = entries.slice(seed % (entries.length || 1)).concat(entries.slice(0, seed % (entries.length || 1)))
+  return Object.fromEntries(rotated.reverse().map(([k, v]) => [k, shuffled(v, seed + 1)]))
+}
+
+describe("canonicalJson", () => {
+  it.prop("is the same text for any key order, and the same value as JSON", [fc.jsonValue(), fc.nat()], ([v, seed]) => {
+    assert.strictEqual(canonicalJson(shuffled(v, seed)), canonicalJson(v))
+    assert.deepStrictEqual(JSON.parse(canonicalJson(v)), JSON.parse(JSON.stringify(v)))
+  })
+})
+
+const body = (account: string, amount = "12.34") => ({
+  reference: "order-1",
+  amount,
+  currency: "USD",
+  sender_account_uri: account,
+  sender: { first_name: "Ann", middle_name: "B", email: "ann@example.com" },
+  recipient: { first_name: "Bob", email: "bob@example.com", merchant_id: "m-1" }
+})
+
+describe("requestHash", () => {
+  it.prop(
+    "same parameters, same hash: whatever the key order, white space or exp/cvc order of the body",
+    [accountParts, fc.nat()],
+    ([parts, seed]) => {
+      const uri = (expFirst: boolean) =>
+        renderUri(parts.pan, expFirst ? [expParam(parts), cvcParam(parts)] : [cvcParam(parts), expParam(parts)])
+      const first = decode(JSON.parse(JSON.stringify(body(uri(true)))))
+      const again = decode(JSON.parse(JSON.stringify(shuffled(body(uri(false)), seed), null, 2)))
+      assert.strictEqual(requestHash(fingerprints, again), requestHash(fingerprints, first))
+    }
+  )
+
+  it("other parameters, another hash; the request is hashed as the body it came in", () => {
+    const uri = "pan:4242424242424242;exp=2030-12;cvc=123"
+    const hash = requestHash(fingerprints, decode(body(uri)))
+    assert.notStrictEqual(requestHash(fingerprints, decode(body(uri, "12.35"))), hash)
+    assert.notStrictEqual(requestHash(fingerprints, decode(body(uri.replace("123", "124")))), hash)
+    // Stored keys from before this rule hashed the body `{"payment_transfer": ...}` in canonical form.
+    assert.strictEqual(hash, `h(${canonicalJson({ payment_transfer: body(uri) })})`)
+  })
+})
+
+describe("decideStart", () => {
+  const t0 = DateTime.unsafeMake(Date.UTC(2025, 0, 15))
+  const lease = Duration.toMillis(IdempotencyLease)
+  const claim = { key: IdempotencyKey.make("k"), requestHash: RequestHash.make("h1"), requestId: "req-2" }
+  const answer = KeptAnswer.TransferMade({ transferId: TransferId.make(`tr_${"x".repeat(24)}`) })
+  const record = (overrides: Partial<KeyRecord> = {}): KeyRecord => ({
+    requestHash: RequestHash.make("h1"),
+    requestId: "req-1",
+    startedAt: t0,
+    answer: undefined,
+    ...overrides
+  })
+  const at = (ms: number) => DateTime.unsafeMake(DateTime.toEpochMillis(t0) + ms)
+
+  it("a new key starts", () => {
+    assert.strictEqual(decideStart(undefined, claim, t0)._tag, "Started")
+  })
+
+  it.prop("another hash is a mismatch, answered or not, at any time", [fc.boolean(), fc.nat()], ([answered, ms]) => {
+    const r = record({ requestHash: RequestHash.make("h2"), ...(answered ? { answer } : {}) })
+    assert.strictEqual(decideStart(r, claim, at(ms))._tag, "Mismatch")
+  })
+
+  it.prop("an answered key replays its answer and its first request id, at any time", [fc.nat()], ([ms]) => {
+    assert.deepStrictEqual(decideStart(record({ answer }), claim, at(ms)), {
+      _tag: "Replay",
+      answer,
+      requestId: "req-1"
+    } as any)
+  })
+
+  it.prop(
+    "a running key is in progress for the lease, then taken over",
+    [fc.integer({ min: -lease, max: 3 * lease })],
+    ([
+      ms
+    ]) => {
+      assert.strictEqual(decideStart(record(), claim, at(ms))._tag, ms >= lease ? "Started" : "InProgress")
+    }
+  )
+})

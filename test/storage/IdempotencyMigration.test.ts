@@ -1,0 +1,128 @@
+// Migration 0004 turns the responses that idempotency keys kept into the facts they are now kept as: a
+// database written before it replays the same answers after it, on SQLite and on PostgreSQL.
+import * as Migrator from "@effect/sql/Migrator"
+import { SqlClient } from "@effect/sql/SqlClient"
+import { assert, describe, it } from "@effect/vitest"
+import { DateTime, Effect, Layer, Redacted } from "effect"
+import { join } from "node:path"
+import { layer as PgClientLayer } from "../../adapters/postgres/PgClient.ts"
+import { Dialect } from "../../adapters/sql/Dialect.ts"
+import { migrations, runMigrations } from "../../adapters/sql/Migrations.ts"
+import { layer as SqlTransferStore } from "../../adapters/sql/SqlTransferStore.ts"
+import { layer as SqliteTransferStore } from "../../adapters/sqlite/SqliteTransferStore.ts"
+import { CurrencyCode } from "../../core/Currency.ts"
+import { IdempotencyKey, IdempotencyStart, KeptAnswer, RequestHash } from "../../core/Idempotency.ts"
+import { ClientId, Reference, Transfer, TransferId } from "../../core/Transfer.ts"
+import { TransferStore } from "../../core/TransferStore.ts"
+import { createTestDatabase, postgresEnabled } from "../support/Postgres.ts"
+import { sqliteClient, tempDir } from "./TempSqlite.ts"
+
+const before0004 = Migrator.make({})({
+  loader: Effect.map(migrations, (all) => all.filter(([id]) => id < 4))
+})
+
+const client = ClientId.make(`cl_${"legacy".padEnd(24, "x")}`)
+const id = (label: string) => TransferId.make(`tr_${label.padEnd(24, "x")}`)
+const T = Date.UTC(2025, 0, 15, 12)
+const transfer = (label: string, status: "approved" | "declined" | "pending") =>
+  new Transfer({
+    id: id(label),
+    clientId: client,
+    reference: Reference.make(`ref-${label}`),
+    amount: 100n,
+    currency: CurrencyCode.make("USD"),
+    status,
+    sender: {
+      first_name: "Ann",
+      email: "ann@example.com",
+      card: { brand: "visa", last4: "4242", exp_month: 12, exp_year: 2030, fingerprint: "fp" }
+    },
+    recipient: { first_name: "Bob", email: "bob@example.com", merchant_id: "m" },
+    ...(status === "declined" ? { failure: { code: "card_declined" as const } } : {}),
+    createdAt: DateTime.unsafeMake(T)
+  })
+
+const legacy = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  const { time } = yield* Dialect
+  const store = yield* TransferStore
+  yield* before0004
+  yield* store.createClient({ id: client, name: "Legacy" }, "hash-legacy", DateTime.unsafeMake(T))
+  const rows = [
+    ["made", 201, { payment_transfer: { id: id("approved"), amount: "1.00" } }],
+    ["taken", 409, {
+      error: {
+        code: "duplicate_reference",
+        message: `A transfer with this reference exists: ${id("approved")}.`,
+        request_id: "req-409"
+      }
+    }],
+    ["declined", 402, { error: { code: "card_declined", request_id: "req-402" } }],
+    ["invalid", 400, { error: { code: "parameter_invalid" } }],
+    ["running", null, null]
+  ] as const
+  for (const [key, status, body] of rows) {
+    yield* sql`INSERT INTO idempotency_keys ${
+      sql.insert({
+        client_id: client,
+        idempotency_key: key,
+        request_hash: "h",
+        started_at: time(T),
+        response_status: status,
+        response_body: body === null ? null : JSON.stringify(body),
+        completed_at: status === null ? null : time(T)
+      })
+    }`
+  }
+})
+
+const startOf = (key: string) =>
+  Effect.flatMap(TransferStore, (store) =>
+    store.reserve(
+      new Transfer({ ...transfer(`new${key}`, "pending"), createdAt: DateTime.unsafeMake(T + 1000) }),
+      { key: IdempotencyKey.make(key), requestHash: RequestHash.make("h"), requestId: `req-new-${key}` }
+    ))
+
+const check = Effect.gen(function*() {
+  const store = yield* TransferStore
+  // Migrated after the transfers the keys name were written (the 0002 tables are already there).
+  yield* store.record(transfer("approved", "approved"))
+  yield* store.record(transfer("declined", "declined"))
+  yield* runMigrations
+  const replay = (answer: KeptAnswer, requestId: string) => IdempotencyStart.Replay({ answer, requestId })
+  assert.deepStrictEqual(yield* startOf("made"), replay(KeptAnswer.TransferMade({ transferId: id("approved") }), ""))
+  assert.deepStrictEqual(
+    yield* startOf("taken"),
+    replay(KeptAnswer.ReferenceTaken({ existing: id("approved") }), "req-409")
+  )
+  assert.deepStrictEqual(
+    yield* startOf("declined"),
+    replay(KeptAnswer.TransferMade({ transferId: id("declined") }), "req-402")
+  )
+  // A kept 400 should never have been kept: it is dropped, and its key starts again.
+  assert.deepStrictEqual(yield* startOf("invalid"), IdempotencyStart.Started())
+  assert.deepStrictEqual(yield* startOf("running"), IdempotencyStart.InProgress())
+})
+
+describe("migration 0004: kept responses become kept answers", () => {
+  it.scoped("on SQLite", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const context = yield* Layer.build(
+        SqliteTransferStore.pipe(Layer.provideMerge(sqliteClient(join(dir, "legacy.db"))))
+      )
+      yield* Effect.provide(Effect.zipRight(legacy, check), context)
+    }))
+
+  it.scoped.skipIf(!postgresEnabled)("on PostgreSQL", () =>
+    Effect.gen(function*() {
+      const database = yield* Effect.acquireRelease(
+        Effect.promise(() => createTestDatabase()),
+        (d) => Effect.promise(() => d.drop())
+      )
+      const context = yield* Layer.build(
+        SqlTransferStore.pipe(Layer.provideMerge(PgClientLayer(Redacted.make(database.url))))
+      )
+      yield* Effect.provide(Effect.zipRight(legacy, check), context)
+    }))
+})
