@@ -27,5 +27,16 @@ export default tseslint.config(
       "@typescript-eslint/no-empty-object-type": "off",
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }]
     }
+  },
+  // The hexagon's boundary, checked by the linter: the core imports only `effect` and other core modules.
+  {
+    files: ["core/**/*.ts"],
+    rules: {
+      "no-restricted-imports": ["error", {
+        patterns: [
+          { regex: "^(?!effect($|/)|\\./)", message: "core/ imports only effect and other core modules" }
+        ]
+      }]
+    }
   }
 )
