@@ -306,7 +306,7 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
           { allow: allowed.join(", ") }
         ))
       }
-      const limited = limitKey(method, pathname, headers.authorization, request.remoteAddress)
+      const limited = limitKey(method, pathname, headers.authorization, request.remoteAddress, options.limiters)
       const wait = limited === undefined ? 0 : options.limiters[limited[1]](limited[0], Date.now())
       if (wait > 0) return Effect.succeed(render(rateLimited(wait), requestId, { "retry-after": String(wait) }))
       if (Number(headers["content-length"] ?? 0) > options.maxBodyBytes) {

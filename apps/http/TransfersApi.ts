@@ -1,8 +1,8 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { DateTime, ParseResult, Schema } from "effect"
+import { DateTime, Schema } from "effect"
 import { IdempotencyKey } from "../../core/Idempotency.ts"
 import { formatAmount } from "../../core/Money.ts"
-import { PaymentTransferRequest, Reference, Transfer, TransferId } from "../../core/Transfer.ts"
+import { PaymentTransferRequest, Reference, type Transfer, TransferId } from "../../core/Transfer.ts"
 import {
   BadRequest,
   Conflict,
@@ -46,33 +46,26 @@ export const TransferView = Schema.Struct({
   created: Schema.String
 })
 
-// The domain Transfer on the wire: one schema for the spec (its encoded side) and every response that holds a
-// transfer, so their fields and field order cannot drift apart. Encode only: a transfer is read from storage,
-// never from its view.
-export const TransferWire = Schema.transformOrFail(TransferView, Schema.typeSchema(Transfer), {
-  strict: true,
-  decode: (view, _, ast) =>
-    ParseResult.fail(new ParseResult.Forbidden(ast, view, "a transfer is not read from its view")),
-  encode: (t) =>
-    ParseResult.succeed({
-      id: t.id,
-      reference: t.reference,
-      amount: formatAmount(t.amount, t.currency),
-      currency: t.currency,
-      status: t.status,
-      sender: t.sender,
-      recipient: t.recipient,
-      ...(t.failure
-        ? { failure_code: t.failure.code, ...(t.failure.decline_code ? { decline_code: t.failure.decline_code } : {}) }
-        : {}),
-      created: DateTime.formatIso(t.createdAt)
-    })
+// The domain Transfer as the wire shows it: the one mapping, checked against TransferView, for the responses
+// and for the spec (whose clients decode TransferView). Its fields are in TransferView's order.
+export const transferView = (t: Transfer): typeof TransferView.Type => ({
+  id: t.id,
+  reference: t.reference,
+  amount: formatAmount(t.amount, t.currency),
+  currency: t.currency,
+  status: t.status,
+  sender: t.sender,
+  recipient: t.recipient,
+  ...(t.failure
+    ? { failure_code: t.failure.code, ...(t.failure.decline_code ? { decline_code: t.failure.decline_code } : {}) }
+    : {}),
+  created: DateTime.formatIso(t.createdAt)
 })
 
-export const TransferEnvelope = Schema.Struct({ payment_transfer: TransferWire })
+export const TransferEnvelope = Schema.Struct({ payment_transfer: TransferView })
 export const TransferList = Schema.Struct({
   object: Schema.Literal("list"),
-  data: Schema.Array(TransferWire),
+  data: Schema.Array(TransferView),
   has_more: Schema.Boolean
 })
 export const BalanceView = Schema.Struct({

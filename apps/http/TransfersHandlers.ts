@@ -11,11 +11,11 @@ import { group } from "./ApiHandlers.ts"
 import { cacheableJson } from "./Caching.ts"
 import { CurrentRequestId, errorBody } from "./Edge.ts"
 import { CurrentClient } from "./MerchantAuth.ts"
-import { TransferEnvelope } from "./TransfersApi.ts"
+import { transferView } from "./TransfersApi.ts"
 
 const isTransferId = Schema.is(TransferId)
-const encodeEnvelope = Schema.encodeSync(TransferEnvelope)
-const envelope = (t: Transfer) => JSON.stringify(encodeEnvelope({ payment_transfer: t }))
+// TransferView encodes to itself: its JSON is the view's.
+const envelope = (t: Transfer) => JSON.stringify({ payment_transfer: transferView(t) })
 
 // A transfer's answer, first or replayed, is rendered from the same facts (the transfer, or the transfer holding
 // the reference, and the first request's id), so a replay is the same bytes.
@@ -91,7 +91,7 @@ export const TransfersLive = group(Api, "transfers", (handlers) =>
             ...(urlParams.reference === undefined ? {} : { reference: urlParams.reference }),
             ...(urlParams.starting_after === undefined ? {} : { startingAfter: urlParams.starting_after })
           })
-          return { object: "list" as const, data: page.data, has_more: page.hasMore }
+          return { object: "list" as const, data: page.data.map(transferView), has_more: page.hasMore }
         }))
       .handle("balance", () =>
         Effect.gen(function*() {
