@@ -177,9 +177,16 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
       // Path, payload, headers, query: the order in which HttpApiBuilder decodes them, so the first error is
       // the same one.
       const handle: Step = (request, params, query) => {
-        const args: Record<string, unknown> = {}
         let whole: HttpServerRequest.HttpServerRequest | undefined
-        Object.defineProperty(args, "request", { get: () => whole ??= serverRequest(request) })
+        const args: Record<string, unknown> = {
+          path: undefined,
+          payload: undefined,
+          headers: undefined,
+          urlParams: undefined,
+          get request() {
+            return whole ??= serverRequest(request)
+          }
+        }
         // The handler's requirements are in its group's context, which the fiber runs on.
         const call = () => Effect.map(item.handler(args) as Effect.Effect<unknown, unknown>, encode)
         const afterPayload = () => {
