@@ -1,18 +1,8 @@
-import {
-  type HttpApi,
-  type HttpApiEndpoint,
-  HttpApiError,
-  type HttpApiGroup,
-  HttpApiMiddleware,
-  HttpApiSchema,
-  HttpServerRequest,
-  HttpServerResponse,
-  UrlParams
-} from "@effect/platform"
-import { Context, Effect, Either, type Fiber, FiberRefs, Layer, Option, Redacted, Runtime, Schema } from "effect"
+import { type HttpApi, type HttpApiEndpoint, type HttpApiGroup, HttpServerResponse } from "@effect/platform"
+import { Context, Effect, type Fiber, FiberRefs, Layer, Runtime } from "effect"
 import { SiteSettings } from "../../core/SiteSettings.ts"
 import { apiError } from "./ApiError.ts"
-import { groupTag, middlewaresOf } from "./ApiHandlers.ts"
+import { groupTag } from "./ApiHandlers.ts"
 import type { RequestHeaders } from "./Caching.ts"
 import {
   acceptedBodies,
@@ -24,9 +14,9 @@ import {
   mediaType,
   rateLimited,
   RequestIdHeader,
-  requestIdOf,
-  unparsableBody
+  requestIdOf
 } from "./Edge.ts"
+import { compileEndpoint, type Endpoint } from "./Endpoint.ts"
 import { makeRouter, type Match } from "./Routes.ts"
 import { traceEcho } from "./Trace.ts"
 
@@ -35,9 +25,8 @@ import { traceEcho } from "./Trace.ts"
 // query), authenticated by the spec's security, answered by the handler of its endpoint and encoded with the
 // spec's success schema and status. The OpenAPI document and the typed client come from the same spec.
 //
-// It replaces HttpApiBuilder's router and middleware stack, which cost about 1,000 µs of CPU per request over
-// the work itself (README, "Why the service has its own pipeline"): here a request is one fiber running one
-// Effect built from steps compiled once per endpoint.
+// It replaces HttpApiBuilder's router and middleware stack (docs/decisions, "one request pipeline"): a request
+// is one fiber running one Effect built from steps compiled once per endpoint (apps/http/Endpoint.ts).
 export interface IncomingRequest {
   readonly method: string
   // Path and query, as in the request line.
@@ -63,88 +52,6 @@ export interface PipelineOptions {
   readonly limiters: Limiters
 }
 
-type Step = (request: IncomingRequest, params: Readonly<Record<string, string>>, query: string) => Effect.Effect<
-  HttpServerResponse.HttpServerResponse,
-  unknown
->
-
-interface Endpoint {
-  readonly run: Step
-  readonly runtime: Runtime.Runtime<never>
-  // Media types of the payload, from its encodings; the request-wide ones for an endpoint without a payload.
-  readonly accepts: ReadonlyArray<string>
-}
-
-const BearerPrefixLength = "Bearer ".length
-
-type Decoder = (
-  input: unknown,
-  use: (value: any) => Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>
-) => Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>
-
-// The spec's schemas are synchronous: decoded to an Either, without an Effect step per schema.
-const decoder = (schema: Schema.Schema<any, any, any>): Decoder => {
-  const decode = Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown, never>)
-  return (input, use) => {
-    const result = decode(input)
-    return Either.isLeft(result) ? HttpApiError.HttpApiDecodeError.refailParseError(result.left) : use(result.right)
-  }
-}
-
-const queryRecord = (query: string) => UrlParams.toRecord(UrlParams.fromInput(new URLSearchParams(query)))
-
-// The success schemas of an endpoint, each with its status and encoding (as HttpApiBuilder encodes them).
-const successEncoder = (schema: Schema.Schema.Any) => {
-  const members = new Set<Schema.Schema.Any>()
-  HttpApiSchema.deunionize(members, schema)
-  const encoders = [...members].map((member) => {
-    const encode = Schema.encodeUnknownEither(member as Schema.Schema<unknown, unknown, never>)
-    const status = HttpApiSchema.getStatusSuccess(member)
-    const { contentType, kind } = HttpApiSchema.getEncoding(member.ast)
-    const empty = HttpApiSchema.isVoid(member.ast)
-    return {
-      is: Schema.is(Schema.typeSchema(member as Schema.Schema<unknown, unknown, never>)),
-      toResponse: (value: unknown): HttpServerResponse.HttpServerResponse => {
-        if (empty) return HttpServerResponse.empty({ status })
-        const encoded = Either.getOrThrow(encode(value))
-        return kind === "Json"
-          ? HttpServerResponse.unsafeJson(encoded, { status, contentType })
-          : HttpServerResponse.text(encoded as string, { status, contentType })
-      }
-    }
-  })
-  return (value: unknown) =>
-    HttpServerResponse.isServerResponse(value)
-      ? value
-      : (encoders.length === 1 ? encoders[0]! : encoders.find((e) => e.is(value)) ?? encoders[0]!).toResponse(value)
-}
-
-const payloadTypes = (schema: Schema.Schema.Any) => {
-  const members = new Set<Schema.Schema.Any>()
-  HttpApiSchema.deunionize(members, schema)
-  return [...new Set([...members].map((m) => HttpApiSchema.getEncoding(m.ast).contentType))]
-}
-
-// Which parser reads the body: by substring of the whole Content-Type, as @effect/platform's HttpApiBuilder.
-const parseBody = (contentType: string | undefined, text: string): Effect.Effect<unknown, unknown> => {
-  const type = (contentType ?? "application/json").toLowerCase()
-  if (type.includes("application/json")) {
-    return Effect.try({ try: () => JSON.parse(text) as unknown, catch: unparsableBody })
-  }
-  if (type.includes("x-www-form-urlencoded")) return Effect.sync(() => queryRecord(text))
-  return Effect.succeed(text)
-}
-
-// A handler that asks for the whole request gets one built from the request line and header fields (the body
-// has been read by then); none of the loaded endpoints asks.
-const serverRequest = (request: IncomingRequest) =>
-  HttpServerRequest.fromWeb(
-    new Request(`http://${request.headers.host ?? "localhost"}${request.url}`, {
-      method: request.method,
-      headers: request.headers as Record<string, string>
-    })
-  )
-
 export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.HttpApiGroup.Any, E, R>(
   api: HttpApi.HttpApi<ApiId, Groups, E, R>,
   options: PipelineOptions
@@ -159,106 +66,6 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
         (e) => e instanceof BodyTooLarge ? Effect.fail(bodyTooLarge()) : Effect.interrupt
       )
 
-    const compile = (
-      group: HttpApiGroup.HttpApiGroup.AnyWithProps,
-      item: {
-        readonly endpoint: HttpApiEndpoint.HttpApiEndpoint.Any
-        readonly handler: (args: any) => Effect.Effect<unknown, unknown, unknown>
-      },
-      context: Context.Context<never>
-    ): Endpoint => {
-      const endpoint = item.endpoint as HttpApiEndpoint.HttpApiEndpoint.AnyWithProps
-      const encode = successEncoder(endpoint.successSchema)
-      const decodePath = Option.getOrUndefined(Option.map(endpoint.pathSchema, decoder))
-      const decodePayload = Option.getOrUndefined(Option.map(endpoint.payloadSchema, decoder))
-      const decodeHeaders = Option.getOrUndefined(Option.map(endpoint.headersSchema, decoder))
-      const decodeQuery = Option.getOrUndefined(Option.map(endpoint.urlParamsSchema, decoder))
-
-      // Path, payload, headers, query: the order in which HttpApiBuilder decodes them, so the first error is
-      // the same one.
-      const handle: Step = (request, params, query) => {
-        let whole: HttpServerRequest.HttpServerRequest | undefined
-        const args: Record<string, unknown> = {
-          path: undefined,
-          payload: undefined,
-          headers: undefined,
-          urlParams: undefined,
-          get request() {
-            return whole ??= serverRequest(request)
-          }
-        }
-        // The handler's requirements are in its group's context, which the fiber runs on.
-        const call = () => Effect.map(item.handler(args) as Effect.Effect<unknown, unknown>, encode)
-        const afterPayload = () => {
-          const withQuery = () =>
-            decodeQuery === undefined ? call() : decodeQuery(queryRecord(query), (q) => {
-              args.urlParams = q
-              return call()
-            })
-          return decodeHeaders === undefined ? withQuery() : decodeHeaders(request.headers, (h) => {
-            args.headers = h
-            return withQuery()
-          })
-        }
-        const withPayload = () =>
-          decodePayload === undefined ? afterPayload() : readBody(request).pipe(
-            Effect.flatMap((text) => parseBody(request.headers["content-type"], text)),
-            Effect.flatMap((raw) =>
-              decodePayload(raw, (p) => {
-                args.payload = p
-                return afterPayload()
-              })
-            )
-          )
-        return decodePath === undefined ? withPayload() : decodePath(params, (p) => {
-          args.path = p
-          return withPayload()
-        })
-      }
-
-      let run = handle
-      for (const tag of [...middlewaresOf(group, endpoint)].reverse()) {
-        if (!(HttpApiMiddleware.SecurityTypeId in tag)) {
-          throw new Error(`${tag.key}: the pipeline runs security middleware only; declare other rules in the spec`)
-        }
-        const service = Context.unsafeGet(context, tag as any) as Record<string, (c: unknown) => Effect.Effect<any>>
-        const schemes = Object.entries((tag as HttpApiMiddleware.TagClassSecurityAny).security)
-        for (const [, security] of schemes) {
-          if (security._tag !== "Bearer") throw new Error(`${tag.key}: the pipeline reads Bearer credentials only`)
-        }
-        const authenticate = (request: IncomingRequest) => {
-          const credential = Redacted.make((request.headers.authorization ?? "").slice(BearerPrefixLength))
-          return schemes.slice(1).reduce(
-            (effect, [key]) => Effect.catchAll(effect, () => service[key]!(credential)),
-            service[schemes[0]![0]]!(credential)
-          )
-        }
-        const inner = run
-        const provides = tag.provides as Context.Tag<any, any> | undefined
-        run = tag.optional
-          ? (request, params, query) =>
-            Effect.matchEffect(authenticate(request), {
-              onFailure: () => inner(request, params, query),
-              onSuccess: (value) =>
-                provides === undefined
-                  ? inner(request, params, query)
-                  : Effect.provideService(inner(request, params, query), provides, value)
-            })
-          : provides === undefined
-          ? (request, params, query) => Effect.zipRight(authenticate(request), inner(request, params, query))
-          : (request, params, query) =>
-            Effect.flatMap(
-              authenticate(request),
-              (value) => Effect.provideService(inner(request, params, query), provides, value)
-            )
-      }
-      return {
-        run,
-        runtime: Runtime.make({ context, fiberRefs: base.fiberRefs, runtimeFlags: base.runtimeFlags }),
-        accepts: Option.match(endpoint.payloadSchema, { onNone: () => acceptedBodies, onSome: payloadTypes })
-      }
-    }
-
     const routes: Array<{ method: string; path: string; value: Endpoint }> = []
     for (const group of Object.values((api as unknown as HttpApi.HttpApi.AnyWithProps).groups)) {
       const implemented = yield* groupTag(api.identifier, group.identifier as Groups["identifier"])
@@ -267,7 +74,7 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
         if (item === undefined) return yield* Effect.dieMessage(`${group.identifier}.${endpoint} has no handler`)
         if (item.withFullRequest) return yield* Effect.dieMessage(`${group.identifier}.${endpoint}: handleRaw`)
         const { method, path } = item.endpoint as HttpApiEndpoint.HttpApiEndpoint.AnyWithProps
-        routes.push({ method, path, value: compile(group, item, implemented.context) })
+        routes.push({ method, path, value: compileEndpoint(group, item, implemented.context, base, readBody) })
       }
     }
     const router = makeRouter(routes, { trace: options.trace })

@@ -1,0 +1,162 @@
+import {
+  type HttpApiEndpoint,
+  HttpApiError,
+  type HttpApiGroup,
+  HttpApiSchema,
+  HttpServerRequest,
+  HttpServerResponse,
+  UrlParams
+} from "@effect/platform"
+import { type Context, Effect, Either, Option, Runtime, Schema } from "effect"
+import { middlewaresOf } from "./ApiHandlers.ts"
+import { acceptedBodies, unparsableBody } from "./Edge.ts"
+import type { IncomingRequest } from "./Pipeline.ts"
+import { secured } from "./Security.ts"
+
+// One endpoint of the spec, compiled once: its decoders, its handler, its success encoder and its security,
+// as one step from the request to the response.
+export type Step = (request: IncomingRequest, params: Readonly<Record<string, string>>, query: string) => Effect.Effect<
+  HttpServerResponse.HttpServerResponse,
+  unknown
+>
+
+export interface Endpoint {
+  readonly run: Step
+  readonly runtime: Runtime.Runtime<never>
+  // Media types of the payload, from its encodings; the request-wide ones for an endpoint without a payload.
+  readonly accepts: ReadonlyArray<string>
+}
+
+type Decoder = (
+  input: unknown,
+  use: (value: any) => Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>
+) => Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>
+
+// The spec's schemas are synchronous: decoded to an Either, without an Effect step per schema.
+const decoder = (schema: Schema.Schema<any, any, any>): Decoder => {
+  const decode = Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown, never>)
+  return (input, use) => {
+    const result = decode(input)
+    return Either.isLeft(result) ? HttpApiError.HttpApiDecodeError.refailParseError(result.left) : use(result.right)
+  }
+}
+
+const queryRecord = (query: string) => UrlParams.toRecord(UrlParams.fromInput(new URLSearchParams(query)))
+
+// The success schemas of an endpoint, each with its status and encoding (as HttpApiBuilder encodes them).
+const successEncoder = (schema: Schema.Schema.Any) => {
+  const members = new Set<Schema.Schema.Any>()
+  HttpApiSchema.deunionize(members, schema)
+  const encoders = [...members].map((member) => {
+    const encode = Schema.encodeUnknownEither(member as Schema.Schema<unknown, unknown, never>)
+    const status = HttpApiSchema.getStatusSuccess(member)
+    const { contentType, kind } = HttpApiSchema.getEncoding(member.ast)
+    const empty = HttpApiSchema.isVoid(member.ast)
+    return {
+      is: Schema.is(Schema.typeSchema(member as Schema.Schema<unknown, unknown, never>)),
+      toResponse: (value: unknown): HttpServerResponse.HttpServerResponse => {
+        if (empty) return HttpServerResponse.empty({ status })
+        const encoded = Either.getOrThrow(encode(value))
+        return kind === "Json"
+          ? HttpServerResponse.unsafeJson(encoded, { status, contentType })
+          : HttpServerResponse.text(encoded as string, { status, contentType })
+      }
+    }
+  })
+  return (value: unknown) =>
+    HttpServerResponse.isServerResponse(value)
+      ? value
+      : (encoders.length === 1 ? encoders[0]! : encoders.find((e) => e.is(value)) ?? encoders[0]!).toResponse(value)
+}
+
+const payloadTypes = (schema: Schema.Schema.Any) => {
+  const members = new Set<Schema.Schema.Any>()
+  HttpApiSchema.deunionize(members, schema)
+  return [...new Set([...members].map((m) => HttpApiSchema.getEncoding(m.ast).contentType))]
+}
+
+// Which parser reads the body: by substring of the whole Content-Type, as @effect/platform's HttpApiBuilder.
+const parseBody = (contentType: string | undefined, text: string): Effect.Effect<unknown, unknown> => {
+  const type = (contentType ?? "application/json").toLowerCase()
+  if (type.includes("application/json")) {
+    return Effect.try({ try: () => JSON.parse(text) as unknown, catch: unparsableBody })
+  }
+  if (type.includes("x-www-form-urlencoded")) return Effect.sync(() => queryRecord(text))
+  return Effect.succeed(text)
+}
+
+// A handler that asks for the whole request gets one built from the request line and header fields (the body
+// has been read by then); none of the loaded endpoints asks.
+const serverRequest = (request: IncomingRequest) =>
+  HttpServerRequest.fromWeb(
+    new Request(`http://${request.headers.host ?? "localhost"}${request.url}`, {
+      method: request.method,
+      headers: request.headers as Record<string, string>
+    })
+  )
+
+export const compileEndpoint = (
+  group: HttpApiGroup.HttpApiGroup.AnyWithProps,
+  item: {
+    readonly endpoint: HttpApiEndpoint.HttpApiEndpoint.Any
+    readonly handler: (args: any) => Effect.Effect<unknown, unknown, unknown>
+  },
+  context: Context.Context<never>,
+  base: Runtime.Runtime<never>,
+  readBody: (request: IncomingRequest) => Effect.Effect<string, unknown>
+): Endpoint => {
+  const endpoint = item.endpoint as HttpApiEndpoint.HttpApiEndpoint.AnyWithProps
+  const encode = successEncoder(endpoint.successSchema)
+  const decodePath = Option.getOrUndefined(Option.map(endpoint.pathSchema, decoder))
+  const decodePayload = Option.getOrUndefined(Option.map(endpoint.payloadSchema, decoder))
+  const decodeHeaders = Option.getOrUndefined(Option.map(endpoint.headersSchema, decoder))
+  const decodeQuery = Option.getOrUndefined(Option.map(endpoint.urlParamsSchema, decoder))
+
+  // Path, payload, headers, query: the order in which HttpApiBuilder decodes them, so the first error is
+  // the same one.
+  const handle: Step = (request, params, query) => {
+    let whole: HttpServerRequest.HttpServerRequest | undefined
+    const args: Record<string, unknown> = {
+      path: undefined,
+      payload: undefined,
+      headers: undefined,
+      urlParams: undefined,
+      get request() {
+        return whole ??= serverRequest(request)
+      }
+    }
+    // The handler's requirements are in its group's context, which the fiber runs on.
+    const call = () => Effect.map(item.handler(args) as Effect.Effect<unknown, unknown>, encode)
+    const afterPayload = () => {
+      const withQuery = () =>
+        decodeQuery === undefined ? call() : decodeQuery(queryRecord(query), (q) => {
+          args.urlParams = q
+          return call()
+        })
+      return decodeHeaders === undefined ? withQuery() : decodeHeaders(request.headers, (h) => {
+        args.headers = h
+        return withQuery()
+      })
+    }
+    const withPayload = () =>
+      decodePayload === undefined ? afterPayload() : readBody(request).pipe(
+        Effect.flatMap((text) => parseBody(request.headers["content-type"], text)),
+        Effect.flatMap((raw) =>
+          decodePayload(raw, (p) => {
+            args.payload = p
+            return afterPayload()
+          })
+        )
+      )
+    return decodePath === undefined ? withPayload() : decodePath(params, (p) => {
+      args.path = p
+      return withPayload()
+    })
+  }
+
+  return {
+    run: secured(handle, [...middlewaresOf(group, endpoint)].reverse(), context),
+    runtime: Runtime.make({ context, fiberRefs: base.fiberRefs, runtimeFlags: base.runtimeFlags }),
+    accepts: Option.match(endpoint.payloadSchema, { onNone: () => acceptedBodies, onSome: payloadTypes })
+  }
+}
