@@ -25,7 +25,7 @@ import { traceEcho } from "./Trace.ts"
 // query), authenticated by the spec's security, answered by the handler of its endpoint and encoded with the
 // spec's success schema and status. The OpenAPI document and the typed client come from the same spec.
 //
-// It replaces HttpApiBuilder's router and middleware stack (docs/decisions, "one request pipeline"): a request
+// It replaces HttpApiBuilder's router and middleware stack (docs/decisions/0021-one-request-pipeline.md): a request
 // is one fiber running one Effect built from steps compiled once per endpoint (apps/http/Endpoint.ts).
 export interface IncomingRequest {
   readonly method: string
