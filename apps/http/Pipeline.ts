@@ -17,7 +17,7 @@ import {
   requestIdOf
 } from "./Edge.ts"
 import { compileEndpoint, type Endpoint } from "./Endpoint.ts"
-import { makeRouter, type Match } from "./Routes.ts"
+import { makeRouter } from "./Routes.ts"
 import { traceEcho } from "./Trace.ts"
 
 // The one request pipeline, derived from the HttpApi: every request, on Node and on Deno, is routed by the
@@ -92,15 +92,21 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
           : `Content-Type must be one of ${accepts.join(", ")}.`
       )
 
+    interface Routed {
+      readonly endpoint: Endpoint
+      readonly params: Readonly<Record<string, string>>
+    }
+
     // What is decided before the endpoint runs, in this order: TRACE, OPTIONS, 405 + Allow, rate limits, the
     // declared length, the media type, 404.
     const route = (
       request: IncomingRequest,
       pathname: string,
       requestId: string
-    ): Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> | Match<Endpoint> => {
+    ): Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> | Routed => {
       const { headers, method } = request
-      const allowed = router.allowed(pathname)
+      const resource = router.lookup(pathname)
+      const allowed = resource?.allowed
       if (method === "TRACE") {
         if (options.trace) return Effect.succeed(traceEcho(request))
         if (allowed === undefined) return Effect.fail(apiError("route_not_found", "No such route."))
@@ -126,11 +132,11 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
       if (Number(headers["content-length"] ?? 0) > options.maxBodyBytes) {
         return Effect.fail(apiError("body_too_large", `The request body is larger than ${options.maxBodyBytes} bytes.`))
       }
-      const found = router.find(method, pathname)
-      const accepts = found?.value.accepts ?? acceptedBodies
+      const endpoint = resource?.route(method)
+      const accepts = endpoint?.accepts ?? acceptedBodies
       if (hasBody(headers) && !accepts.includes(mediaType(headers))) return Effect.fail(unsupportedType(accepts))
-      if (found === undefined) return Effect.fail(apiError("route_not_found", "No such route."))
-      return found
+      if (endpoint === undefined) return Effect.fail(apiError("route_not_found", "No such route."))
+      return { endpoint, params: resource!.params }
     }
 
     // HEAD answers carry the Content-Length the GET would have, without the body.
@@ -148,8 +154,8 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
       let effect: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>
       if (Effect.isEffect(routed)) effect = routed
       else {
-        runtime = routed.value.runtime
-        effect = routed.value.run(request, routed.params, queryAt === -1 ? "" : request.url.slice(queryAt + 1))
+        runtime = routed.endpoint.runtime
+        effect = routed.endpoint.run(request, routed.params, queryAt === -1 ? "" : request.url.slice(queryAt + 1))
       }
       const answered = respond(requestId, effect)
       return Runtime.runFork(runtime)(request.method === "HEAD" ? Effect.map(answered, headLength) : answered, {

@@ -1,21 +1,22 @@
 // The route table of the pipeline: paths as declared in the HttpApi (`/feeds/:name`), matched by exact path
 // or by segments, with the methods of each path, so that one lookup tells the route, or that the path is known
 // but not with this method (405 + Allow), or unknown (404).
-export interface Match<A> {
-  readonly value: A
+// A path the API has: its methods (HEAD with GET, then OPTIONS and, when on, TRACE) and the route of a method.
+export interface Resource<A> {
+  readonly allowed: ReadonlyArray<string>
+  readonly route: (method: string) => A | undefined
   readonly params: Readonly<Record<string, string>>
 }
 
 export interface Router<A> {
-  readonly find: (method: string, pathname: string) => Match<A> | undefined
-  // The methods the path answers (HEAD with GET, then OPTIONS and, when on, TRACE), or undefined for a path
-  // the API does not have.
-  readonly allowed: (pathname: string) => ReadonlyArray<string> | undefined
+  // The path's resource, or undefined for a path the API does not have.
+  readonly lookup: (pathname: string) => Resource<A> | undefined
 }
 
 interface Path<A> {
   readonly segments: ReadonlyArray<string>
   readonly byMethod: Map<string, A>
+  allowed: ReadonlyArray<string>
 }
 
 const order = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
@@ -38,15 +39,28 @@ export const makeRouter = <A>(
   for (const { method, path, value } of routes) {
     const dynamic = path.includes("/:")
     const known = dynamic ? patterns.find((p) => p.segments.join("/") === path) : exact.get(path)
-    const entry = known ?? { segments: path.split("/"), byMethod: new Map<string, A>() }
+    const entry = known ?? { segments: path.split("/"), byMethod: new Map<string, A>(), allowed: [] }
     entry.byMethod.set(method, value)
     if (known === undefined && dynamic) patterns.push(entry)
     else if (known === undefined) exact.set(path, entry)
   }
 
-  const lookup = (pathname: string): { path: Path<A>; params: Record<string, string> } | undefined => {
-    const found = exact.get(pathname)
-    if (found !== undefined) return { path: found, params: NoParams }
+  for (const path of [...exact.values(), ...patterns]) {
+    const methods = new Set(path.byMethod.keys())
+    if (methods.has("GET")) methods.add("HEAD")
+    path.allowed = [...order.filter((m) => methods.has(m)), "OPTIONS", ...(options.trace ? ["TRACE"] : [])]
+  }
+  const resource = (path: Path<A>, params: Readonly<Record<string, string>>): Resource<A> => ({
+    allowed: path.allowed,
+    route: (method) => path.byMethod.get(method) ?? (method === "HEAD" ? path.byMethod.get("GET") : undefined),
+    params
+  })
+  // Exact paths answer with one resource made once.
+  const exactResources = new Map([...exact].map(([pathname, path]) => [pathname, resource(path, NoParams)]))
+
+  const lookup = (pathname: string): Resource<A> | undefined => {
+    const found = exactResources.get(pathname)
+    if (found !== undefined) return found
     const parts = pathname.split("/")
     next: for (const path of patterns) {
       if (path.segments.length !== parts.length) continue
@@ -59,24 +73,10 @@ export const makeRouter = <A>(
           params[segment.slice(1)] = value
         } else if (segment !== parts[i]) continue next
       }
-      return { path, params }
+      return resource(path, params)
     }
     return undefined
   }
 
-  return {
-    find: (method, pathname) => {
-      const found = lookup(pathname)
-      if (found === undefined) return undefined
-      const value = found.path.byMethod.get(method) ?? (method === "HEAD" ? found.path.byMethod.get("GET") : undefined)
-      return value === undefined ? undefined : { value, params: found.params }
-    },
-    allowed: (pathname) => {
-      const found = lookup(pathname)
-      if (found === undefined) return undefined
-      const methods = new Set(found.path.byMethod.keys())
-      if (methods.has("GET")) methods.add("HEAD")
-      return [...order.filter((m) => methods.has(m)), "OPTIONS", ...(options.trace ? ["TRACE"] : [])]
-    }
-  }
+  return { lookup }
 }
