@@ -49,7 +49,8 @@ const queueConfirmation = `INSERT INTO mail_outbox (kind, subscription_id, creat
   VALUES ('confirmation', ?, ?, ?)`
 const subscriptionById = `SELECT ${SubscriptionColumns} FROM subscriptions WHERE id = ?`
 
-const tokenByHash = `SELECT subscription_id, expires_at, used_at FROM subscription_tokens WHERE hash = ? AND purpose = ?`
+const tokenByHash =
+  `SELECT subscription_id, expires_at, used_at FROM subscription_tokens WHERE hash = ? AND purpose = ?`
 const statusById = `SELECT status FROM subscriptions WHERE id = ?`
 const useToken = `UPDATE subscription_tokens SET used_at = ? WHERE hash = ?`
 const voidConfirmations = `UPDATE subscription_tokens SET used_at = ?
