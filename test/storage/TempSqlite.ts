@@ -21,7 +21,7 @@ export const tempDir = Effect.acquireRelease(
 // A client on `filename` as the app makes it.
 export const sqliteClient = (filename: string) => SqliteClient({ filename, open: openBetterSqlite3 })
 
-// The storage adapter as the app makes it (the shared SQL store with its direct path) over one connection to `filename`, migrations run first.
+// The storage adapter as the app makes it (the SQLite subscription store) over one connection to `filename`, migrations run first.
 export const sqliteStoreOn = (filename: string): Layer.Layer<SubscriptionStore | SqlClient, unknown> => {
   const sql = sqliteClient(filename)
   return subscriptionStore.pipe(Layer.provide(Layer.effectDiscard(runMigrations)), Layer.provideMerge(sql))
