@@ -35,7 +35,7 @@ const serve = (request: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>): Pro
     headers: Object.fromEntries(request.headers),
     remoteAddress: info.remoteAddr.hostname,
     httpVersion: "1.1",
-    rawHeaders: [...request.headers].flat(),
+    rawHeaders: () => [...request.headers].flat(),
     text: (maxBytes) => readBody(request, maxBytes)
   })
   return new Promise((resolve, reject) =>

@@ -34,8 +34,8 @@ export interface IncomingRequest {
   readonly headers: RequestHeaders
   readonly remoteAddress: string | undefined
   readonly httpVersion: string
-  // Field names and values as received, in order (TRACE echoes them).
-  readonly rawHeaders: ReadonlyArray<string>
+  // Field names and values as received, in order (TRACE echoes them; read only then).
+  readonly rawHeaders: () => ReadonlyArray<string>
   // The body as text: rejects with BodyTooLarge past maxBytes (the rest is discarded, so the answer still
   // reaches the client), and with another error when the client goes away.
   readonly text: (maxBytes: number) => Promise<string>

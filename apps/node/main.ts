@@ -33,7 +33,7 @@ const incoming = (request: IncomingMessage): IncomingRequest => ({
   headers: request.headers as RequestHeaders,
   remoteAddress: request.socket.remoteAddress,
   httpVersion: request.httpVersion,
-  rawHeaders: request.rawHeaders,
+  rawHeaders: () => request.rawHeaders,
   text: (maxBytes) => readBody(request, maxBytes)
 })
 
