@@ -11,9 +11,9 @@ import { layer as HmacFingerprints } from "../adapters/crypto/HmacFingerprints.t
 import { ConsoleMailer } from "../adapters/mail/ConsoleMailer.ts"
 import { SmtpMailer } from "../adapters/mail/SmtpMailer.ts"
 import { layer as PgClient } from "../adapters/postgres/PgClient.ts"
+import { layer as PgSubscriptionStore } from "../adapters/postgres/PgSubscriptionStore.ts"
+import { layer as PgTransferStore } from "../adapters/postgres/PgTransferStore.ts"
 import { runMigrations } from "../adapters/sql/Migrations.ts"
-import { layer as SqlSubscriptionStore } from "../adapters/sql/SqlSubscriptionStore.ts"
-import { layer as SqlTransferStore } from "../adapters/sql/SqlTransferStore.ts"
 import { storedSecret } from "../adapters/sql/StoredSecret.ts"
 import { layer as SqliteClient } from "../adapters/sqlite/SqliteClient.ts"
 import type { OpenSqlite } from "../adapters/sqlite/SqliteDriver.ts"
@@ -56,14 +56,15 @@ export const AppConfig = Config.all({
 const isPostgres = (databaseUrl: string) => /^postgres(ql)?:\/\//.test(databaseUrl)
 
 // DATABASE_URL: postgres://... is PostgreSQL; sqlite:PATH or a plain path is the embedded SQLite file.
-// The storage adapter: the migrated database, its client and the stores (on SQLite, with their direct path).
+// The storage adapter: the migrated database, its client and the stores (each database's own, on its direct
+// path: SqliteDirect or PgDirect).
 export const storageLayer = (
   databaseUrl: string,
   open: OpenSqlite
 ): Layer.Layer<SqlClient | SubscriptionStore | TransferStore, SqlError | MigrationError> =>
-  Layer.suspend(() => {
+  Layer.suspend((): Layer.Layer<SqlClient | SubscriptionStore | TransferStore, SqlError | MigrationError> => {
     if (isPostgres(databaseUrl)) {
-      return Layer.mergeAll(SqlSubscriptionStore, SqlTransferStore).pipe(
+      return Layer.mergeAll(PgSubscriptionStore, PgTransferStore).pipe(
         Layer.provideMerge(Layer.effectDiscard(runMigrations)),
         Layer.provideMerge(PgClient(Redacted.make(databaseUrl)))
       )

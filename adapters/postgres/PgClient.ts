@@ -1,11 +1,114 @@
 import { PgClient } from "@effect/sql-pg"
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Effect, Layer, type Redacted } from "effect"
+import { SqlError } from "@effect/sql/SqlError"
+import { Context, Duration, Effect, Exit, Layer, Redacted } from "effect"
+import { Pool, type PoolClient, type QueryCallback, type QueryConfig } from "pg"
 
-// PostgreSQL through @effect/sql-pg. Every commit is durable: synchronous_commit is checked at start and set
-// on for this service's sessions if the server's default turned it off.
-export const layer = (url: Redacted.Redacted<string>) =>
-  Layer.effectDiscard(
+// PostgreSQL: one pg Pool, shared by @effect/sql-pg (migrations, readiness, the statements that are not on a
+// hot path) and PgDirect (the stores' hot statements). Every commit is durable: synchronous_commit is checked
+// at start and the service warns if the server's default turned it off.
+
+// A named (prepared) statement: each connection parses and plans it once, on first use. Names are unique per
+// text (pg refuses a name reused with another text), so statements are made once, at module level.
+export interface PgStatement {
+  readonly name: string
+  readonly text: string
+}
+const named = new Map<string, string>()
+export const statement = (name: string, text: string): PgStatement => {
+  const known = named.get(name)
+  if (known !== undefined && known !== text) throw new Error(`Two PostgreSQL statements are named ${name}`)
+  named.set(name, text)
+  return { name: `paysub_${name}`, text }
+}
+
+export type PgQuery = <A = any>(statement: PgStatement, values: ReadonlyArray<unknown>) => Effect.Effect<
+  ReadonlyArray<A>,
+  SqlError
+>
+
+// The direct path: a statement is one round trip on a pooled connection (one statement is one transaction,
+// atomic by itself), or several in a transaction on a connection of its own (BEGIN ... COMMIT). One Effect per
+// statement, instead of the few dozen @effect/sql spends on compiling, tracing and acquiring.
+export interface PgDirectShape {
+  readonly query: PgQuery
+  // Runs `work` between BEGIN and COMMIT on one connection; a failure or a defect rolls it back.
+  readonly transaction: <A, E, R>(work: (query: PgQuery) => Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
+}
+export class PgDirect extends Context.Tag("PgDirect")<PgDirect, PgDirectShape>() {}
+
+interface Queryable {
+  query(config: QueryConfig, callback: QueryCallback): void
+}
+
+const failed = (cause: unknown) => new SqlError({ cause, message: "Failed to execute statement" })
+
+const queryOn = (target: Queryable): PgQuery => (statement, values) =>
+  Effect.async((resume) => {
+    target.query(
+      { name: statement.name, text: statement.text, values: values as Array<unknown> },
+      (err, result) => resume(err ? Effect.fail(failed(err)) : Effect.succeed(result.rows))
+    )
+  })
+
+const simple = (client: PoolClient, text: string) =>
+  Effect.async<void, SqlError>((resume) => {
+    client.query(text, (err) => resume(err ? Effect.fail(failed(err)) : Effect.void))
+  })
+
+const makeDirect = (pool: Pool): PgDirectShape => {
+  const connect = Effect.async<PoolClient, SqlError>((resume) => {
+    pool.connect((err, client) =>
+      resume(
+        err || client === undefined
+          ? Effect.fail(new SqlError({ cause: err, message: "Failed to acquire connection for transaction" }))
+          : Effect.succeed(client)
+      )
+    )
+  })
+  return {
+    query: queryOn(pool),
+    transaction: (work) =>
+      Effect.acquireUseRelease(
+        connect,
+        (client) =>
+          Effect.gen(function*() {
+            yield* simple(client, "BEGIN")
+            const result = yield* work(queryOn(client))
+            yield* simple(client, "COMMIT")
+            return result
+          }),
+        // A connection whose transaction could not be rolled back is closed rather than reused.
+        (client, exit) =>
+          Exit.isSuccess(exit) ? Effect.sync(() => client.release()) : simple(client, "ROLLBACK").pipe(
+            Effect.match({ onFailure: () => client.release(true), onSuccess: () => client.release() })
+          )
+      )
+  }
+}
+
+export const layer = (url: Redacted.Redacted<string>) => {
+  const pool = Effect.acquireRelease(
+    Effect.gen(function*() {
+      const pool = new Pool({ connectionString: Redacted.value(url), max: 10, application_name: "paysub" })
+      // An idle connection's error (the server going away) must not crash the process: the pool drops it.
+      pool.on("error", () => {})
+      yield* Effect.tryPromise({
+        try: () => pool.query("SELECT 1"),
+        catch: (cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })
+      }).pipe(
+        Effect.timeoutFail({
+          duration: Duration.seconds(5),
+          onTimeout: () =>
+            new SqlError({ cause: new Error("Connection timed out"), message: "PgClient: Connection timed out" })
+        }),
+        Effect.onError(() => Effect.promise(() => pool.end()))
+      )
+      return pool
+    }),
+    (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
+  )
+  return Layer.effectDiscard(
     Effect.gen(function*() {
       const sql = yield* SqlClient
       const [setting] = yield* sql<{ synchronous_commit: string }>`SHOW synchronous_commit`
@@ -15,4 +118,13 @@ export const layer = (url: Redacted.Redacted<string>) =>
         )
       }
     })
-  ).pipe(Layer.provideMerge(PgClient.layer({ url, maxConnections: 10, applicationName: "paysub" })))
+  ).pipe(
+    Layer.provideMerge(
+      Layer.unwrapScoped(Effect.map(pool, (pool) =>
+        Layer.merge(
+          PgClient.layerFromPool({ acquire: Effect.succeed(pool), applicationName: "paysub" }),
+          Layer.succeed(PgDirect, makeDirect(pool))
+        )))
+    )
+  )
+}

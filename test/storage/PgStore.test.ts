@@ -5,9 +5,9 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Context, DateTime, Effect, Layer, Option, Redacted } from "effect"
 import { layer as PgClientLayer } from "../../adapters/postgres/PgClient.ts"
+import { layer as PgSubscriptionStore } from "../../adapters/postgres/PgSubscriptionStore.ts"
+import { layer as PgTransferStore } from "../../adapters/postgres/PgTransferStore.ts"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
-import { layer as SqlSubscriptionStore } from "../../adapters/sql/SqlSubscriptionStore.ts"
-import { layer as SqlTransferStore } from "../../adapters/sql/SqlTransferStore.ts"
 import { CurrencyCode } from "../../core/Currency.ts"
 import { Email } from "../../core/Email.ts"
 import { DefaultFeed } from "../../core/Feed.ts"
@@ -26,12 +26,13 @@ const tempDatabase = Effect.acquireRelease(
   (database) => Effect.promise(() => database.drop())
 )
 
-// A pool on `url` as the app makes it (adapters/postgres/PgClient.ts: PgClient.layer from @effect/sql-pg).
+// A pool on `url` as the app makes it (adapters/postgres/PgClient.ts: one pg Pool behind @effect/sql-pg and
+// PgDirect).
 const pgClient = (url: string) => PgClientLayer(Redacted.make(url))
 
 // The storage adapters over their own pool on `url`, migrations run first (a second pool finds them done).
 const pgStoresOn = (url: string): Layer.Layer<SubscriptionStore | TransferStore | SqlClient, unknown> =>
-  Layer.merge(SqlSubscriptionStore, SqlTransferStore).pipe(
+  Layer.merge(PgSubscriptionStore, PgTransferStore).pipe(
     Layer.provide(Layer.effectDiscard(runMigrations)),
     Layer.provideMerge(pgClient(url))
   )
