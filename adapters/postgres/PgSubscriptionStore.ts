@@ -15,7 +15,7 @@ import {
 import { SubscriptionStore, type SubscriptionStoreShape } from "../../core/SubscriptionStore.ts"
 import { isUsable } from "../../core/Token.ts"
 import { millisOf } from "../sql/Dialect.ts"
-import { FeedColumns, feedOf, SubscriptionColumns, subscriptionOf } from "../sql/SqlSubscriptionStore.ts"
+import { FeedColumns, feedOf, SubscriptionColumns, subscriptionOf } from "../sql/SubscriptionRows.ts"
 import { PgDirect, type PgQuery, statement } from "./PgClient.ts"
 
 // The subscription store on PostgreSQL. Every method is one transaction; the unique (email_key, feed)

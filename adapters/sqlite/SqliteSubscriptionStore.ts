@@ -11,7 +11,7 @@ import {
 } from "../../core/Subscription.ts"
 import { type OutboxEntry, SubscriptionStore } from "../../core/SubscriptionStore.ts"
 import { isUsable } from "../../core/Token.ts"
-import { FeedColumns, feedOf, SubscriptionColumns, subscriptionOf } from "../sql/SqlSubscriptionStore.ts"
+import { FeedColumns, feedOf, SubscriptionColumns, subscriptionOf } from "../sql/SubscriptionRows.ts"
 import { type DirectSql, SqliteDirect } from "./SqliteClient.ts"
 
 // The subscription store on SQLite: every method one synchronous function over prepared statements

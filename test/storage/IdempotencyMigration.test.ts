@@ -6,9 +6,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Effect, Layer, Redacted } from "effect"
 import { join } from "node:path"
 import { layer as PgClientLayer } from "../../adapters/postgres/PgClient.ts"
+import { layer as PgTransferStore } from "../../adapters/postgres/PgTransferStore.ts"
 import { Dialect } from "../../adapters/sql/Dialect.ts"
 import { migrations, runMigrations } from "../../adapters/sql/Migrations.ts"
-import { layer as SqlTransferStore } from "../../adapters/sql/SqlTransferStore.ts"
 import { layer as SqliteTransferStore } from "../../adapters/sqlite/SqliteTransferStore.ts"
 import { CurrencyCode } from "../../core/Currency.ts"
 import { IdempotencyKey, IdempotencyStart, KeptAnswer, RequestHash } from "../../core/Idempotency.ts"
@@ -121,7 +121,7 @@ describe("migration 0004: kept responses become kept answers", () => {
         (d) => Effect.promise(() => d.drop())
       )
       const context = yield* Layer.build(
-        SqlTransferStore.pipe(Layer.provideMerge(PgClientLayer(Redacted.make(database.url))))
+        PgTransferStore.pipe(Layer.provideMerge(PgClientLayer(Redacted.make(database.url))))
       )
       yield* Effect.provide(Effect.zipRight(legacy, check), context)
     }))
