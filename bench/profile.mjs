@@ -14,6 +14,8 @@ import { join } from "node:path"
 import { format, summarise } from "./cpuprofile-summary.mjs"
 import {
   buildApp,
+  createDatabase,
+  dropDatabase,
   killAllSync,
   machineInfo,
   prepareTarget,
@@ -50,12 +52,16 @@ for (const signal of ["SIGINT", "SIGTERM"]) process.once(signal, () => (killAllS
 
 let sink
 let target
+let databaseUrl
 try {
   buildApp()
   sink = await startSmtpSink()
+  // service-pg runs on a throwaway PostgreSQL database, as in the benchmark.
+  databaseUrl = targetName === "service-pg" ? await createDatabase() : undefined
   target = await startTarget(targetName, {
     dataDir,
     smtpPort: sink.port,
+    databaseUrl,
     extraNodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`]
   })
   const ctx = await prepareTarget(target)
@@ -89,6 +95,7 @@ try {
   )
 } finally {
   if (target !== undefined) await target.stop()
+  if (databaseUrl !== undefined) await dropDatabase(databaseUrl).catch(() => {})
   sink?.stop()
   killAllSync()
   rmSync(dataDir, { recursive: true, force: true })
