@@ -9,6 +9,7 @@ const BearerPrefixLength = "Bearer ".length
 // group's context) is given the request's Bearer credential, and what it provides (the API client) is
 // provided to the step it wraps. Only Bearer credentials and security middleware are supported: a rule that is
 // not about who is asking belongs in the spec (a schema, a media type), where the pipeline derives it from.
+// The wrapped step is built only once the credential is accepted: no handler runs for a refused request.
 export const secured = (
   step: Step,
   tags: ReadonlyArray<HttpApiMiddleware.TagClassAny>,
@@ -43,7 +44,7 @@ export const secured = (
               : Effect.provideService(inner(request, params, query), provides, value)
         })
       : provides === undefined
-      ? (request, params, query) => Effect.zipRight(authenticate(request), inner(request, params, query))
+      ? (request, params, query) => Effect.flatMap(authenticate(request), () => inner(request, params, query))
       : (request, params, query) =>
         Effect.flatMap(
           authenticate(request),
