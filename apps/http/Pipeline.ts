@@ -1,7 +1,6 @@
 import {
   type HttpApi,
   type HttpApiEndpoint,
-  HttpApiError,
   type HttpApiGroup,
   HttpApiMiddleware,
   HttpApiSchema,
@@ -14,6 +13,7 @@ import { SiteSettings } from "../../core/SiteSettings.ts"
 import { apiError } from "./ApiError.ts"
 import { groupTag, middlewaresOf } from "./ApiHandlers.ts"
 import type { RequestHeaders } from "./Caching.ts"
+import { fromParseError } from "./DecodeErrors.ts"
 import {
   acceptedBodies,
   CurrentRequestId,
@@ -82,12 +82,13 @@ type Decoder = (
   use: (value: any) => Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>
 ) => Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>
 
-// The spec's schemas are synchronous: decoded to an Either, without an Effect step per schema.
+// The spec's schemas are synchronous: decoded to an Either, without an Effect step per schema. A failure becomes
+// the error body at once: the issue tree, which holds the input, is dropped here.
 const decoder = (schema: Schema.Schema<any, any, any>): Decoder => {
   const decode = Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown, never>)
   return (input, use) => {
     const result = decode(input)
-    return Either.isLeft(result) ? HttpApiError.HttpApiDecodeError.refailParseError(result.left) : use(result.right)
+    return Either.isLeft(result) ? Effect.fail(fromParseError(result.left)) : use(result.right)
   }
 }
 
@@ -308,7 +309,10 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
       }
       if (allowed !== undefined && !allowed.includes(method)) {
         return Effect.succeed(render(
-          apiError("method_not_allowed", `${method} is not allowed on ${pathname}.`),
+          apiError(
+            "method_not_allowed",
+            "This method is not allowed on this path; the Allow header lists the ones it takes."
+          ),
           requestId,
           { allow: allowed.join(", ") }
         ))

@@ -37,7 +37,7 @@ export const subscribeAnswer = (subscriptions: Subscriptions, payload: Subscribe
     ),
     Effect.catchTag(
       "FeedNotFound",
-      (e) => Effect.fail(apiError("resource_missing", `No feed is named "${e.feed}".`, { param: "feed" }))
+      () => Effect.fail(apiError("resource_missing", "No feed has this name.", { param: "feed" }))
     )
   )
 
@@ -101,6 +101,6 @@ export const SubscriptionsLive = group(Api, "subscriptions", (handlers) =>
             new SubscriptionEnvelope({ subscription: view(s) })
           ),
           Effect.catchTag("SubscriptionNotFound", () =>
-            Effect.fail(apiError("resource_missing", `No subscription has id ${path.id}.`, { param: "id" })))
+            Effect.fail(apiError("resource_missing", "No subscription has this id.", { param: "id" })))
         ))
   }))

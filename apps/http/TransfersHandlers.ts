@@ -67,8 +67,7 @@ export const TransfersLive = group(Api, "transfers", (handlers) =>
         }))
       .handle("get", ({ headers, path }) =>
         Effect.flatMap(CurrentClient, (client) => {
-          const missing = () =>
-            Effect.fail(apiError("resource_missing", `No transfer has id ${path.id}.`, { param: "id" }))
+          const missing = () => Effect.fail(apiError("resource_missing", "No transfer has this id.", { param: "id" }))
           if (!isTransferId(path.id)) return missing()
           return Effect.flatMap(transfers.get(client.id, path.id), (found) =>
             Option.isNone(found)
