@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Either, Schema } from "effect"
-import * as fc from "fast-check"
+import * as fc from "effect/FastCheck"
 import { fromParseError } from "../../apps/http/DecodeErrors.ts"
 import { SubscribePayload } from "../../apps/http/SubscriptionsApi.ts"
 import { CreateTransferPayload } from "../../apps/http/TransfersApi.ts"

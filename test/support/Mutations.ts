@@ -2,7 +2,7 @@
 // wrong shapes, values wrapped in arrays or objects, card numbers in the wrong field or as JSON numbers, deep
 // nesting, parameters left out. Each comes with the secrets it holds, so that a test can search every answer
 // and log line for them. Shared by the in-process decode tests and the black-box fuzz suite.
-import * as fc from "fast-check"
+import * as fc from "effect/FastCheck"
 import { withCheckDigit } from "./Payments.ts"
 
 export interface Secrets {
@@ -138,6 +138,8 @@ export const leaks = (text: string, s: Secrets): ReadonlyArray<string> => {
   if (new RegExp(`(?<![0-9])${s.cvc}(?![0-9])`).test(text)) found.push("the CVC")
   if (text.includes(s.ucaf.slice(0, 12))) found.push("the authentication value")
   if (text.includes(s.probe)) found.push("a value of the request")
-  if (/Expected |\bactual\b|readonly |pan:[0-9]|cvc=[0-9]|ucaf:[A-Za-z0-9+/]/.test(text)) found.push("a schema or card data marker")
+  if (/Expected |\bactual\b|readonly |pan:[0-9]|cvc=[0-9]|ucaf:[A-Za-z0-9+/]/.test(text)) {
+    found.push("a schema or card data marker")
+  }
   return found
 }
