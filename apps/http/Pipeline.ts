@@ -130,7 +130,9 @@ const payloadTypes = (schema: Schema.Schema.Any) => {
 const parseBody = (contentType: string | undefined, text: string): Effect.Effect<unknown, unknown> => {
   const type = (contentType ?? "application/json").toLowerCase()
   if (type.includes("application/json")) {
-    return Effect.try({ try: () => JSON.parse(text) as unknown, catch: unparsableBody })
+    // A UTF-8 byte order mark, as some .NET and Windows clients send, is not part of the JSON text.
+    const json = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text
+    return Effect.try({ try: () => JSON.parse(json) as unknown, catch: unparsableBody })
   }
   if (type.includes("x-www-form-urlencoded")) return Effect.sync(() => queryRecord(text))
   return Effect.succeed(text)
