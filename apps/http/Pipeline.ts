@@ -176,6 +176,11 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
       const decodePayload = Option.getOrUndefined(Option.map(endpoint.payloadSchema, decoder))
       const decodeHeaders = Option.getOrUndefined(Option.map(endpoint.headersSchema, decoder))
       const decodeQuery = Option.getOrUndefined(Option.map(endpoint.urlParamsSchema, decoder))
+      // A payload whose every field is optional may be left out: no body is then no fields.
+      const optionalPayload = Option.exists(
+        endpoint.payloadSchema,
+        (schema) => Either.isRight(Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown, never>)({}))
+      )
 
       // Path, payload, headers, query: the order in which HttpApiBuilder decodes them, so the first error is
       // the same one.
@@ -205,7 +210,9 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
         }
         const withPayload = () =>
           decodePayload === undefined ? afterPayload() : readBody(request).pipe(
-            Effect.flatMap((text) => parseBody(request.headers["content-type"], text)),
+            Effect.flatMap((text) =>
+              text === "" && optionalPayload ? Effect.succeed({}) : parseBody(request.headers["content-type"], text)
+            ),
             Effect.flatMap((raw) =>
               decodePayload(raw, (p) => {
                 args.payload = p
