@@ -10,6 +10,8 @@ export const ErrorDetail = Schema.Struct({
   message: Schema.String,
   param: Schema.optional(Schema.String),
   decline_code: Schema.optional(Schema.String),
+  // A 402 names the transfer it recorded, declined (as Stripe's card errors name their payment_intent).
+  transfer: Schema.optional(Schema.String),
   doc_url: Schema.optional(Schema.String),
   request_id: Schema.optional(Schema.String)
 })
@@ -80,7 +82,7 @@ export type ApiError = InstanceType<(typeof classes)[number]>
 export const apiError = <C extends ErrorCode>(
   code: C,
   message: string,
-  extra: { readonly param?: string; readonly decline_code?: string } = {}
+  extra: { readonly param?: string; readonly decline_code?: string; readonly transfer?: string } = {}
 ): InstanceType<(typeof classByStatus)[(typeof ErrorCatalog)[C]["status"]]> => {
   const entry = ErrorCatalog[code]
   const Class = classByStatus[entry.status]

@@ -35,7 +35,8 @@ const answers = (baseUrl: string) => {
     const t = answer.transfer
     if (t.failure === undefined) return json(201, envelope(t), { ...headers, location: location(t.id) })
     const declined = apiError(t.failure.code, cardErrorMessages[t.failure.code], {
-      ...(t.failure.decline_code ? { decline_code: t.failure.decline_code } : {})
+      ...(t.failure.decline_code ? { decline_code: t.failure.decline_code } : {}),
+      transfer: t.id
     })
     return json(402, error(declined), headers)
   }
