@@ -27,6 +27,7 @@ import {
   requestIdOf,
   unparsableBody
 } from "./Edge.ts"
+import { jsonDepthWithin, MaxJsonDepth } from "./JsonDepth.ts"
 import { makeRouter, type Match } from "./Routes.ts"
 import { traceEcho } from "./Trace.ts"
 
@@ -132,6 +133,9 @@ const parseBody = (contentType: string | undefined, text: string): Effect.Effect
   if (type.includes("application/json")) {
     // A UTF-8 byte order mark, as some .NET and Windows clients send, is not part of the JSON text.
     const json = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text
+    if (!jsonDepthWithin(json, MaxJsonDepth)) {
+      return Effect.fail(apiError("body_invalid", `The request body nests deeper than ${MaxJsonDepth} levels.`))
+    }
     return Effect.try({ try: () => JSON.parse(json) as unknown, catch: unparsableBody })
   }
   if (type.includes("x-www-form-urlencoded")) return Effect.sync(() => queryRecord(text))

@@ -175,3 +175,30 @@ describe("subscriptions", () => {
     assert.strictEqual(response.status, 415)
   })
 })
+
+describe("bad input", () => {
+  it("deeply nested JSON is 400 body_invalid, never 500", async () => {
+    for (const depth of [33, 5_000, 30_000]) {
+      const nested = `${"[".repeat(depth)}${"]".repeat(depth)}`
+      for (const body of [nested, `{"payment_transfer": ${nested}}`, `{"payment_transfer": {"sender": ${nested}}}`]) {
+        const response = await api.postRaw(body, "application/json")
+        assert.strictEqual(response.status, 400, `${depth}: ${response.text}`)
+        assert.strictEqual(response.json.error.code, "body_invalid")
+      }
+      const signup = await fetch(`${app.baseUrl}/subscribe`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: `{"name": ${nested}, "email": "ann@example.com"}`
+      })
+      assert.strictEqual(signup.status, 400)
+    }
+  })
+
+  it("32 levels are still read", async () => {
+    const body = transferBody({
+      sender: { first_name: "Ann", email: "ann@example.com", extra: JSON.parse(`${"[".repeat(29)}${"]".repeat(29)}`) }
+    })
+    const response = await api.create(body)
+    assert.strictEqual(response.status, 201, response.text)
+  })
+})
