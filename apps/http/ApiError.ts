@@ -62,16 +62,33 @@ export class ServiceUnavailable extends Schema.Class<ServiceUnavailable>("Servic
   status(503, "A dependency is unavailable")
 ) {}
 
+// Answered by the Node server itself, before a request reaches the pipeline (apps/node/RawAnswers.ts).
+export class RequestTimeout extends Schema.Class<RequestTimeout>("RequestTimeout")(
+  { error: ErrorDetail },
+  status(408, "The request did not arrive in time")
+) {}
+export class ExpectationFailed extends Schema.Class<ExpectationFailed>("ExpectationFailed")(
+  { error: ErrorDetail },
+  status(417, "Expect header not supported")
+) {}
+export class HeaderFieldsTooLarge extends Schema.Class<HeaderFieldsTooLarge>("HeaderFieldsTooLarge")(
+  { error: ErrorDetail },
+  status(431, "Header fields too large")
+) {}
+
 const classByStatus = {
   400: BadRequest,
   401: Unauthorized,
   402: PaymentRequired,
   404: NotFound,
   405: MethodNotAllowed,
+  408: RequestTimeout,
   409: Conflict,
   413: PayloadTooLarge,
   415: UnsupportedMediaType,
+  417: ExpectationFailed,
   422: UnprocessableEntity,
+  431: HeaderFieldsTooLarge,
   429: TooManyRequests,
   500: InternalError,
   503: ServiceUnavailable
