@@ -56,7 +56,8 @@ const clientErrorCode = (code: string | undefined): [ErrorCode, string] =>
 
 export const answerClientError = (baseUrl: string) => (error: Error & { code?: string }, socket: Duplex) => {
   // A response already under way (or a reset connection) cannot get another one.
-  if (error.code === "ECONNRESET" || (socket as { _httpMessage?: unknown })._httpMessage) return socket.destroy()
+  const inProgress = (socket as { _httpMessage?: { _headerSent?: boolean } })._httpMessage
+  if (error.code === "ECONNRESET" || inProgress?._headerSent) return socket.destroy()
   const [code, message] = clientErrorCode(error.code)
   answerAndClose(socket, rawErrorResponse(baseUrl, code, message))
 }

@@ -22,15 +22,13 @@ export interface Mutated {
 const digits = (n: number) =>
   fc.array(fc.integer({ min: 0, max: 9 }), { minLength: n, maxLength: n }).map((d) => d.join(""))
 
+// The authentication value is made of the PAN and the probe, so that it is as distinctive as they are.
 export const secretsArb: fc.Arbitrary<Secrets> = fc.record({
   pan: digits(14).map((d) => withCheckDigit(`4${d}`)),
   // 4-digit CVCs of 5000-9999: no text of the service holds such a number.
   cvc: fc.integer({ min: 5000, max: 9999 }).map(String),
-  ucaf: fc.uint8Array({ minLength: 20, maxLength: 20 }).map((b) =>
-    Buffer.from(b).toString("base64").replace(/=+$/, "")
-  ),
   probe: fc.stringMatching(/^[a-z0-9]{10}$/).map((s) => `zq${s}`)
-})
+}).map((s) => ({ ...s, ucaf: Buffer.from(`3ds:${s.probe}:${s.pan}`).toString("base64").replace(/=+$/, "") }))
 
 export const validTransfer = (s: Secrets) => ({
   payment_transfer: {
