@@ -34,6 +34,17 @@ export const brandOf = (pan: string): CardBrand => {
   return "unknown"
 }
 
+// Card data in a field not meant for it (a reference, a name, a merchant id) would be stored and shown in
+// clear, so such values are refused, as Stripe refuses card numbers in metadata: the markers of our two
+// secret formats, or a run of 12-19 digits (spaces and dashes between them allowed) that passes Luhn and
+// starts like a card of a known brand.
+export const holdsCardData = (text: string): boolean =>
+  /pan:|ucaf:/i.test(text) ||
+  (text.match(/[0-9](?:[ -]?[0-9]){11,18}/g) ?? []).some((run) => {
+    const digits = run.replace(/[ -]/g, "")
+    return luhn(digits) && brandOf(digits) !== "unknown"
+  })
+
 export interface Expiry {
   readonly year: number
   readonly month: number
