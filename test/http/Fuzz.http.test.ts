@@ -2,7 +2,15 @@ import { assert, describe, it } from "@effect/vitest"
 import * as fc from "effect/FastCheck"
 import { afterAll, beforeAll } from "vitest"
 import { AppProcess } from "../support/AppProcess.ts"
-import { leaks, type Mutated, mutated, type Secrets, validSubscription, validTransfer } from "../support/Mutations.ts"
+import {
+  leaks,
+  type Mutated,
+  mutated,
+  type Secrets,
+  validSubscription,
+  validTransfer,
+  withoutTokens
+} from "../support/Mutations.ts"
 import { firstApiKey, unlimitedEnv } from "../support/Payments.ts"
 import { parseResponse, RawConnection } from "../support/RawHttp.ts"
 
@@ -13,7 +21,8 @@ import { parseResponse, RawConnection } from "../support/RawHttp.ts"
 const runs = Number(process.env.FUZZ_RUNS ?? 150)
 let app: AppProcess
 let apiKey: string
-const sent: Array<Secrets> = []
+const sent: Array<readonly [Secrets, boolean]> = []
+const cvcAlone = (m: Mutated) => m.mutations.some((step) => step.endsWith("cvc as number"))
 const statuses = new Map<number, number>()
 
 beforeAll(async () => {
@@ -103,13 +112,12 @@ const requestOf = (c: Case, port: number) => {
   return Buffer.concat([Buffer.from(head, "latin1"), payload])
 }
 
-// Random ids and hashes hold any four digits by chance: taken out before a CVC is searched for.
-const withoutTokens = (text: string) => text.replace(/[A-Za-z0-9_+/=-]{16,}/g, "#")
-
-const cardDataIn = (text: string, s: Secrets): ReadonlyArray<string> => {
+// A CVC sent as a value of its own (a name of four digits) is a name the service shows: it is searched for only
+// where it went in as part of the account URI.
+const cardDataIn = (text: string, s: Secrets, cvcAlone = false): ReadonlyArray<string> => {
   const found: Array<string> = []
   if (text.includes(s.pan)) found.push("the card number")
-  if (s.cvc !== String(app.port) && new RegExp(`(?<![0-9])${s.cvc}(?![0-9])`).test(withoutTokens(text))) {
+  if (!cvcAlone && s.cvc !== String(app.port) && new RegExp(`(?<![0-9])${s.cvc}(?![0-9])`).test(withoutTokens(text))) {
     found.push("the CVC")
   }
   if (text.includes(s.ucaf.slice(0, 12))) found.push("the authentication value")
@@ -120,7 +128,7 @@ describe("fuzz over raw HTTP", () => {
   it("0 5xx, 0 hangs, 0 echoes of the request, 0 card data in any answer", async () => {
     await fc.assert(
       fc.asyncProperty(caseArb, async (c) => {
-        sent.push(c.mutation.secrets)
+        sent.push([c.mutation.secrets, cvcAlone(c.mutation)])
         const connection = await RawConnection.open(app.port)
         try {
           await connection.write(requestOf(c, app.port)).catch(() => undefined)
@@ -142,9 +150,11 @@ describe("fuzz over raw HTTP", () => {
             c.headers.map((h) => h.join(": ")).join("; ")
           }`
           assert.isBelow(response.status, 500, `${what}: ${text}`)
-          assert.deepStrictEqual(cardDataIn(text, c.mutation.secrets), [], `${what}: ${text}`)
+          assert.deepStrictEqual(cardDataIn(text, c.mutation.secrets, cvcAlone(c.mutation)), [], `${what}: ${text}`)
           if (response.status >= 400) {
-            assert.deepStrictEqual(leaks(response.body.toString("utf8"), c.mutation.secrets), [], `${what}: ${text}`)
+            const found = leaks(response.body.toString("utf8"), c.mutation.secrets)
+            const expected = cvcAlone(c.mutation) ? found.filter((f) => f !== "the CVC") : found
+            assert.deepStrictEqual(expected, [], `${what}: ${text}`)
           }
         } finally {
           connection.destroy()
@@ -164,6 +174,10 @@ describe("fuzz over raw HTTP", () => {
     assert.isAtLeast(sent.length, runs)
     const output = app.output
     assert.notMatch(output, /Expected |\bactual\b/)
-    for (const s of sent) assert.deepStrictEqual(cardDataIn(output, s), [], output.slice(-2000))
+    // A CVC sent alone as a name by one request is in the output as that name, whoever else sent it as a CVC.
+    const shownAsNames = new Set(sent.filter(([, alone]) => alone).map(([s]) => s.cvc))
+    for (const [s] of sent) {
+      assert.deepStrictEqual(cardDataIn(output, s, shownAsNames.has(s.cvc)), [], output.slice(-2000))
+    }
   })
 })

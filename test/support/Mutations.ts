@@ -9,7 +9,7 @@ export interface Secrets {
   readonly pan: string
   readonly cvc: string
   readonly ucaf: string
-  // Strings of our own put anywhere in the body: none may come back.
+  // Strings of our own put anywhere in the body: none may come back. Letters only, so that no CVC is found in one.
   readonly probe: string
 }
 
@@ -27,7 +27,7 @@ export const secretsArb: fc.Arbitrary<Secrets> = fc.record({
   pan: digits(14).map((d) => withCheckDigit(`4${d}`)),
   // 4-digit CVCs of 5000-9999: no text of the service holds such a number.
   cvc: fc.integer({ min: 5000, max: 9999 }).map(String),
-  probe: fc.stringMatching(/^[a-z0-9]{10}$/).map((s) => `zq${s}`)
+  probe: fc.stringMatching(/^[a-z]{10}$/).map((s) => `zq${s}`)
 }).map((s) => ({ ...s, ucaf: Buffer.from(`3ds:${s.probe}:${s.pan}`).toString("base64").replace(/=+$/, "") }))
 
 export const validTransfer = (s: Secrets) => ({
@@ -129,11 +129,15 @@ export const mutated = (valid: (s: Secrets) => unknown): fc.Arbitrary<Mutated> =
     return { body, secrets: s, mutations }
   })
 
+// Random ids and hashes hold any four digits by chance: taken out before a CVC is searched for. So do the ids of subscriptions, past a few thousand requests.
+export const withoutTokens = (text: string) =>
+  text.replace(/[A-Za-z0-9_+/=-]{16,}/g, "#").replace(/"id":[0-9]+/g, "\"id\":#")
+
 // What no answer and no log line may hold: the secrets, and Effect's own renderings of a schema or a value.
 export const leaks = (text: string, s: Secrets): ReadonlyArray<string> => {
   const found: Array<string> = []
   if (text.includes(s.pan)) found.push("the card number")
-  if (new RegExp(`(?<![0-9])${s.cvc}(?![0-9])`).test(text)) found.push("the CVC")
+  if (new RegExp(`(?<![0-9])${s.cvc}(?![0-9])`).test(withoutTokens(text))) found.push("the CVC")
   if (text.includes(s.ucaf.slice(0, 12))) found.push("the authentication value")
   if (text.includes(s.probe)) found.push("a value of the request")
   if (/Expected |\bactual\b|readonly |pan:[0-9]|cvc=[0-9]|ucaf:[A-Za-z0-9+/]/.test(text)) {
