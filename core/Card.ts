@@ -36,14 +36,22 @@ export const brandOf = (pan: string): CardBrand => {
 
 // Card data in a field not meant for it (a reference, a name, a merchant id) would be stored and shown in
 // clear, so such values are refused, as Stripe refuses card numbers in metadata: the markers of our two
-// secret formats, or a run of 12-19 digits (spaces and dashes between them allowed) that passes Luhn and
-// starts like a card of a known brand.
+// secret formats, or 12-19 digits in groups (split by spaces or dashes) that pass Luhn and start like a card
+// of a known brand. A single run of 20 digits or more is taken for a number, not searched inside.
+const holdsCardNumber = (run: string): boolean => {
+  const groups = run.split(/[ -]/)
+  for (let first = 0; first < groups.length; first++) {
+    let digits = ""
+    for (let next = first; next < groups.length && digits.length < 19; next++) {
+      digits += groups[next]
+      if (digits.length >= 12 && digits.length <= 19 && luhn(digits) && brandOf(digits) !== "unknown") return true
+    }
+  }
+  return false
+}
+
 export const holdsCardData = (text: string): boolean =>
-  /pan:|ucaf:/i.test(text) ||
-  (text.match(/[0-9](?:[ -]?[0-9]){11,18}/g) ?? []).some((run) => {
-    const digits = run.replace(/[ -]/g, "")
-    return luhn(digits) && brandOf(digits) !== "unknown"
-  })
+  /pan:|ucaf:/i.test(text) || (text.match(/[0-9]+(?:[ -][0-9]+)*/g) ?? []).some(holdsCardNumber)
 
 export interface Expiry {
   readonly year: number
