@@ -284,9 +284,7 @@ const main = async () => {
                 run.databaseCpuUsPerRequest !== undefined
                   ? `, postgres ${fmtInt(run.databaseCpuUsPerRequest)} us/req ${fmtInt(run.databaseCpuPercent)}%`
                   : ""
-              })${
-                run.mailsDeliveredDuringRun !== undefined ? `  mails ${run.mailsDeliveredDuringRun}` : ""
-              }${odd}`
+              })${run.mailsDeliveredDuringRun !== undefined ? `  mails ${run.mailsDeliveredDuringRun}` : ""}${odd}`
             )
           }
         } finally {

@@ -212,9 +212,9 @@ export const runConformance = async (target, ctx) => {
       param: e?.param,
       decline_code: e?.decline_code,
       shape: JSON.stringify(shape(body)),
-      headers: ["location", "etag", "last-modified", "cache-control", "x-request-id", "idempotent-replayed"].filter((h) =>
-        res.headers.has(h)
-      ).join(","),
+      headers: ["location", "etag", "last-modified", "cache-control", "x-request-id", "idempotent-replayed"].filter((
+        h
+      ) => res.headers.has(h)).join(","),
       ...(r.sameAs === undefined ? {} : { sameBody: text === texts[r.sameAs] }),
       contentType: res.headers.get("content-type")?.split(";")[0],
       message: e?.message
@@ -231,7 +231,9 @@ export const compareConformance = (baseline, answers) => {
     const a = baseline[name]
     const b = answers[name]
     if (a === undefined || b === undefined) continue
-    for (const k of ["status", "code", "type", "param", "decline_code", "shape", "headers", "contentType", "sameBody"]) {
+    for (
+      const k of ["status", "code", "type", "param", "decline_code", "shape", "headers", "contentType", "sameBody"]
+    ) {
       if (a[k] !== b[k]) differences.push({ case: name, field: k, baseline: a[k], target: b[k] })
     }
     const text = (m) => m?.replace(/tr_[0-9A-Za-z]{24}/g, "tr_...")

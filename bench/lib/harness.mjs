@@ -382,7 +382,10 @@ export const startTarget = async (name, options) => {
   }
 }
 
-const startInstance = async (name, { dataDir, smtpPort, databaseUrl, extraNodeArgs = [], env = {}, apiKey: knownKey }) => {
+const startInstance = async (
+  name,
+  { dataDir, smtpPort, databaseUrl, extraNodeArgs = [], env = {}, apiKey: knownKey }
+) => {
   const def = targetDefinitions[name]
   if (def.bundle) buildApp()
   const port = await freePort()
@@ -738,9 +741,7 @@ export const runScenario = async (
     ...(pids.length > 1
       ? {
         instances: pids.length,
-        responsesPerInstance: results.map((r) =>
-          Object.values(r.statusCodeStats).reduce((a, v) => a + v.count, 0)
-        )
+        responsesPerInstance: results.map((r) => Object.values(r.statusCodeStats).reduce((a, v) => a + v.count, 0))
       }
       : {}),
     errors: result.errors,

@@ -540,7 +540,13 @@ function* subscribeSteps(q, time, email, name, feed, now) {
     const [{ n: mails }] = yield q("recentMails", [existing.id, time(now - MailThrottleWindowMs)])
     const status = existing.status === "active" ? "active" : "pending"
     queue = status === "pending" && Number(mails) < MailThrottleMax
-    ;[subscription] = yield q("updateSubscription", [status, time(now), status === "pending" ? 1 : 0, name, existing.id])
+    ;[subscription] = yield q("updateSubscription", [
+      status,
+      time(now),
+      status === "pending" ? 1 : 0,
+      name,
+      existing.id
+    ])
   }
   if (queue) yield q("insertOutbox", [subscription.id, time(now), time(now)])
   return subscription
@@ -736,7 +742,11 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl }) => {
       const start = yield tx(beginIdempotentSteps, time, client.id, key, hash, Date.now())
       if (start.tag === "Replay") return respond(start.response, requestId, true)
       if (start.tag === "Mismatch") {
-        return error("idempotency_key_reused", "This Idempotency-Key was used with a different request body.", requestId)
+        return error(
+          "idempotency_key_reused",
+          "This Idempotency-Key was used with a different request body.",
+          requestId
+        )
       }
       if (start.tag === "InProgress") {
         return error(
