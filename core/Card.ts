@@ -34,6 +34,25 @@ export const brandOf = (pan: string): CardBrand => {
   return "unknown"
 }
 
+// Card data in a field not meant for it (a reference, a name, a merchant id) would be stored and shown in
+// clear, so such values are refused, as Stripe refuses card numbers in metadata: the markers of our two
+// secret formats, or 12-19 digits in groups (split by spaces or dashes) that pass Luhn and start like a card
+// of a known brand. A single run of 20 digits or more is taken for a number, not searched inside.
+const holdsCardNumber = (run: string): boolean => {
+  const groups = run.split(/[ -]/)
+  for (let first = 0; first < groups.length; first++) {
+    let digits = ""
+    for (let next = first; next < groups.length && digits.length < 19; next++) {
+      digits += groups[next]
+      if (digits.length >= 12 && digits.length <= 19 && luhn(digits) && brandOf(digits) !== "unknown") return true
+    }
+  }
+  return false
+}
+
+export const holdsCardData = (text: string): boolean =>
+  /pan:|ucaf:/i.test(text) || (text.match(/[0-9]+(?:[ -][0-9]+)*/g) ?? []).some(holdsCardNumber)
+
 export interface Expiry {
   readonly year: number
   readonly month: number
@@ -84,40 +103,56 @@ export const parseAccountUri = (input: string): Either.Either<CardAccount, strin
   return Either.right({ pan: Redacted.make(pan!), expiry: { year: Number(exp[1]), month }, cvc: Redacted.make(cvc) })
 }
 
-export const SenderAccountUri = Schema.transformOrFail(
-  Schema.String.annotations({ message: () => "sender_account_uri must be a string." }),
-  Schema.Struct({
-    pan: Schema.RedactedFromSelf(Schema.String),
-    expiry: Schema.Struct({ year: Schema.Int, month: Schema.Int }),
-    cvc: Schema.RedactedFromSelf(Schema.String)
-  }),
-  {
-    strict: true,
-    decode: (input, _, ast) =>
-      // The issue keeps a placeholder, not the input: issues end up in logs and error bodies.
-      Either.mapLeft(parseAccountUri(input), (message) => new ParseResult.Type(ast, "[card data]", message)),
-    encode: (account) =>
-      Either.right(
-        `pan:${Redacted.value(account.pan)};exp=${String(account.expiry.year).padStart(4, "0")}-${
-          String(account.expiry.month).padStart(2, "0")
-        };cvc=${Redacted.value(account.cvc)}`
-      )
-  }
-)
+// A string that holds secrets, decoded so that no issue ever holds it: Effect's transformations keep their input
+// in the issue tree (`actual`), where a logger or anything that serialises the tree finds it. A declaration
+// keeps only what it is given, here a placeholder and a fixed message.
+const secretString = <A>(options: {
+  readonly placeholder: string
+  readonly notString: string
+  readonly parse: (input: string) => Either.Either<A, string>
+  readonly format: (value: A) => string
+  readonly description: string
+}) =>
+  Schema.declare<A, string, readonly []>([], {
+    decode: () => (input, _, ast) => {
+      const parsed = typeof input === "string" ? options.parse(input) : Either.left(options.notString)
+      return Either.mapLeft(parsed, (message) => new ParseResult.Type(ast, options.placeholder, message))
+    },
+    encode: () => (value) => ParseResult.succeed(options.format(value as A))
+  }, {
+    description: options.description,
+    jsonSchema: { type: "string", description: options.description }
+  })
+
+const formatAccountUri = (account: CardAccount) =>
+  `pan:${Redacted.value(account.pan)};exp=${String(account.expiry.year).padStart(4, "0")}-${
+    String(account.expiry.month).padStart(2, "0")
+  };cvc=${Redacted.value(account.cvc)}`
+
+export const SenderAccountUri = secretString<CardAccount>({
+  placeholder: "[card data]",
+  notString: "sender_account_uri must be a string.",
+  parse: parseAccountUri,
+  format: formatAccountUri,
+  description: "pan:<12-19 digits>;exp=<YYYY-MM>;cvc=<3-4 digits>, exp and cvc in either order"
+})
+
+// Base64 with or without its padding: 3-D Secure servers send both. Stored with the padding, so that the two
+// spellings of one value are one value (the idempotency hash, the card network).
+const base64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/
+
+export const parseAuthenticationValue = (input: string): Either.Either<Redacted.Redacted<string>, string> => {
+  const value = input.slice(5)
+  return input.length <= 205 && input.startsWith("ucaf:") && value.length > 0 && base64.test(value)
+    ? Either.right(Redacted.make(value.padEnd(Math.ceil(value.length / 4) * 4, "=")))
+    : Either.left("authentication_value must be ucaf: followed by base64.")
+}
 
 // `ucaf:<base64>`: the 3-D Secure / Mastercard Identity Check authentication value, opaque to us.
-export const AuthenticationValue = Schema.transformOrFail(
-  Schema.String.annotations({ message: () => "authentication_value must be a string." }),
-  Schema.RedactedFromSelf(Schema.String),
-  {
-    strict: true,
-    decode: (input, _, ast) =>
-      input.length <= 205 && /^ucaf:(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(input) &&
-        input.length > 5
-        ? Either.right(Redacted.make(input.slice(5)))
-        : Either.left(
-          new ParseResult.Type(ast, "[authentication value]", "authentication_value must be ucaf: followed by base64.")
-        ),
-    encode: (value) => Either.right(`ucaf:${Redacted.value(value)}`)
-  }
-)
+export const AuthenticationValue = secretString<Redacted.Redacted<string>>({
+  placeholder: "[authentication value]",
+  notString: "authentication_value must be a string.",
+  parse: parseAuthenticationValue,
+  format: (value) => `ucaf:${Redacted.value(value)}`,
+  description: "ucaf:<base64>, with or without padding"
+})

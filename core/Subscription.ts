@@ -1,4 +1,5 @@
 import { Data, Duration, Schema } from "effect"
+import { holdsCardData } from "./Card.ts"
 import { Email } from "./Email.ts"
 import { FeedName } from "./Feed.ts"
 
@@ -9,6 +10,7 @@ export const SubscriberName = Schema.Trim.pipe(
   Schema.maxLength(MaxNameLength, { message: () => `A name has at most ${MaxNameLength} characters.` }),
   // Names go into mail headers and pages: control characters (CR/LF above all) have no place there.
   Schema.pattern(/^[^\p{Cc}]*$/u, { message: () => "A name cannot contain control characters." }),
+  Schema.filter((s) => !holdsCardData(s), { message: () => "A name cannot hold card data." }),
   Schema.brand("SubscriberName")
 )
 export type SubscriberName = typeof SubscriberName.Type

@@ -1,5 +1,5 @@
 import { type DateTime, Redacted, Schema } from "effect"
-import { AuthenticationValue, brandOf, CardBrand, SenderAccountUri } from "./Card.ts"
+import { AuthenticationValue, brandOf, CardBrand, holdsCardData, SenderAccountUri } from "./Card.ts"
 import { type Authorization, CardErrorCode } from "./CardNetwork.ts"
 import { CurrencyCode } from "./Currency.ts"
 import { Email } from "./Email.ts"
@@ -10,16 +10,21 @@ export type TransferId = typeof TransferId.Type
 export const ClientId = Schema.String.pipe(Schema.pattern(/^cl_[0-9A-Za-z]{24}$/), Schema.brand("ClientId"))
 export type ClientId = typeof ClientId.Type
 
+const noCardData = (what: string) =>
+  Schema.filter<Schema.Schema<string>>((s) => !holdsCardData(s), { message: () => `${what} cannot hold card data.` })
+
 const text = (what: string, max: number) =>
   Schema.String.annotations({ message: () => `${what} must be a string.` }).pipe(
     Schema.filter((s) => s.length <= max, { message: () => `${what} has at most ${max} characters.` }),
-    Schema.pattern(/^[^\p{Cc}]*$/u, { message: () => `${what} cannot contain control characters.` })
+    Schema.pattern(/^[^\p{Cc}]*$/u, { message: () => `${what} cannot contain control characters.` }),
+    noCardData(what)
   )
 
 export const Reference = Schema.String.annotations({ message: () => "reference must be a string." }).pipe(
   Schema.pattern(/^[\x21-\x7E]{1,64}$/, {
     message: () => "reference is 1-64 printable ASCII characters without spaces."
   }),
+  noCardData("reference"),
   Schema.brand("Reference")
 )
 export type Reference = typeof Reference.Type
@@ -28,6 +33,7 @@ export const MerchantId = Schema.String.annotations({ message: () => "merchant_i
   Schema.pattern(/^[A-Za-z0-9_.:-]{1,64}$/, {
     message: () => "merchant_id is 1-64 letters, digits, '_', '.', ':' or '-'."
   }),
+  noCardData("merchant_id"),
   Schema.brand("MerchantId")
 )
 export type MerchantId = typeof MerchantId.Type

@@ -52,8 +52,11 @@ const server = Deno.serve({
   onListen: ({ port }) => console.log(`Listening on http://0.0.0.0:${port}`)
 }, serve)
 
+// Deno.serve's shutdown waits for every connection to finish, and a client that never finishes its request (or
+// holds an upgrade it asked for) would hold it forever: after this long the process ends anyway.
+const ShutdownGraceMs = 5_000
 const shutdown = async () => {
-  await server.shutdown()
+  await Promise.race([server.shutdown(), new Promise((resolve) => setTimeout(resolve, ShutdownGraceMs))])
   await runtime.dispose()
   Deno.exit(0)
 }

@@ -10,6 +10,8 @@ export const ErrorDetail = Schema.Struct({
   message: Schema.String,
   param: Schema.optional(Schema.String),
   decline_code: Schema.optional(Schema.String),
+  // A 402 names the transfer it recorded, declined (as Stripe's card errors name their payment_intent).
+  transfer: Schema.optional(Schema.String),
   doc_url: Schema.optional(Schema.String),
   request_id: Schema.optional(Schema.String)
 })
@@ -60,16 +62,33 @@ export class ServiceUnavailable extends Schema.Class<ServiceUnavailable>("Servic
   status(503, "A dependency is unavailable")
 ) {}
 
+// Answered by the Node server itself, before a request reaches the pipeline (apps/node/RawAnswers.ts).
+export class RequestTimeout extends Schema.Class<RequestTimeout>("RequestTimeout")(
+  { error: ErrorDetail },
+  status(408, "The request did not arrive in time")
+) {}
+export class ExpectationFailed extends Schema.Class<ExpectationFailed>("ExpectationFailed")(
+  { error: ErrorDetail },
+  status(417, "Expect header not supported")
+) {}
+export class HeaderFieldsTooLarge extends Schema.Class<HeaderFieldsTooLarge>("HeaderFieldsTooLarge")(
+  { error: ErrorDetail },
+  status(431, "Header fields too large")
+) {}
+
 const classByStatus = {
   400: BadRequest,
   401: Unauthorized,
   402: PaymentRequired,
   404: NotFound,
   405: MethodNotAllowed,
+  408: RequestTimeout,
   409: Conflict,
   413: PayloadTooLarge,
   415: UnsupportedMediaType,
+  417: ExpectationFailed,
   422: UnprocessableEntity,
+  431: HeaderFieldsTooLarge,
   429: TooManyRequests,
   500: InternalError,
   503: ServiceUnavailable
@@ -80,7 +99,7 @@ export type ApiError = InstanceType<(typeof classes)[number]>
 export const apiError = <C extends ErrorCode>(
   code: C,
   message: string,
-  extra: { readonly param?: string; readonly decline_code?: string } = {}
+  extra: { readonly param?: string; readonly decline_code?: string; readonly transfer?: string } = {}
 ): InstanceType<(typeof classByStatus)[(typeof ErrorCatalog)[C]["status"]]> => {
   const entry = ErrorCatalog[code]
   const Class = classByStatus[entry.status]

@@ -3,6 +3,7 @@ import { Cause, Effect, FiberRef } from "effect"
 import { globalValue } from "effect/GlobalValue"
 import { sha256 } from "../../adapters/crypto/Sha256.ts"
 import { type ApiError, apiError, isApiError, statusOf } from "./ApiError.ts"
+import { fromIssue } from "./DecodeErrors.ts"
 import { makeRateLimiter, type RateLimit, type RateLimiter } from "./RateLimiter.ts"
 
 // The edge of the pipeline (apps/http/Pipeline.ts): every error, whoever raised it (a handler, a decoder, the
@@ -34,24 +35,13 @@ export const hasBody = (headers: { readonly [name: string]: string | undefined }
 export const mediaType = (headers: { readonly [name: string]: string | undefined }) =>
   (headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
 
-const fromDecodeError = (e: HttpApiError.HttpApiDecodeError): ApiError => {
-  const issue = e.issues[0]
-  const param = issue?.path.join(".") ?? ""
-  if (issue === undefined || param === "") {
-    return apiError("body_invalid", "The request body must be an object of parameters.")
-  }
-  if (issue._tag === "Missing") return apiError("parameter_missing", `Missing required parameter: ${param}.`, { param })
-  const code = issue.path[issue.path.length - 1] === "email" ? "email_invalid" : "parameter_invalid"
-  return apiError(code, issue.message, { param })
-}
-
 export const unparsableBody = () =>
   apiError("body_invalid", "The request body could not be parsed as its Content-Type.")
 
 const toApiError = (cause: Cause.Cause<unknown>): ApiError | undefined => {
   const e = Cause.squash(cause)
   if (isApiError(e)) return e
-  if (e instanceof HttpApiError.HttpApiDecodeError) return fromDecodeError(e)
+  if (e instanceof HttpApiError.HttpApiDecodeError) return fromIssue(e.issues[0])
   return undefined
 }
 

@@ -1,6 +1,5 @@
 import {
   type HttpApiEndpoint,
-  HttpApiError,
   type HttpApiGroup,
   HttpApiSchema,
   HttpServerRequest,
@@ -8,8 +7,11 @@ import {
   UrlParams
 } from "@effect/platform"
 import { type Context, Effect, Either, Option, Runtime, Schema } from "effect"
+import { apiError } from "./ApiError.ts"
 import { middlewaresOf } from "./ApiHandlers.ts"
+import { fromParseError } from "./DecodeErrors.ts"
 import { acceptedBodies, unparsableBody } from "./Edge.ts"
+import { jsonDepthWithin, MaxJsonDepth } from "./JsonDepth.ts"
 import type { IncomingRequest } from "./Pipeline.ts"
 import { secured } from "./Security.ts"
 
@@ -32,12 +34,13 @@ type Decoder = (
   use: (value: any) => Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>
 ) => Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>
 
-// The spec's schemas are synchronous: decoded to an Either, without an Effect step per schema.
+// The spec's schemas are synchronous: decoded to an Either, without an Effect step per schema. A failure becomes
+// the error body at once: the issue tree, which holds the input, is dropped here.
 const decoder = (schema: Schema.Schema<any, any, any>): Decoder => {
   const decode = Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown, never>)
   return (input, use) => {
     const result = decode(input)
-    return Either.isLeft(result) ? HttpApiError.HttpApiDecodeError.refailParseError(result.left) : use(result.right)
+    return Either.isLeft(result) ? Effect.fail(fromParseError(result.left)) : use(result.right)
   }
 }
 
@@ -79,7 +82,12 @@ const payloadTypes = (schema: Schema.Schema.Any) => {
 const parseBody = (contentType: string | undefined, text: string): Effect.Effect<unknown, unknown> => {
   const type = (contentType ?? "application/json").toLowerCase()
   if (type.includes("application/json")) {
-    return Effect.try({ try: () => JSON.parse(text) as unknown, catch: unparsableBody })
+    // A UTF-8 byte order mark, as some .NET and Windows clients send, is not part of the JSON text.
+    const json = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text
+    if (!jsonDepthWithin(json, MaxJsonDepth)) {
+      return Effect.fail(apiError("body_invalid", `The request body nests deeper than ${MaxJsonDepth} levels.`))
+    }
+    return Effect.try({ try: () => JSON.parse(json) as unknown, catch: unparsableBody })
   }
   if (type.includes("x-www-form-urlencoded")) return Effect.sync(() => queryRecord(text))
   return Effect.succeed(text)
@@ -111,6 +119,11 @@ export const compileEndpoint = (
   const decodePayload = Option.getOrUndefined(Option.map(endpoint.payloadSchema, decoder))
   const decodeHeaders = Option.getOrUndefined(Option.map(endpoint.headersSchema, decoder))
   const decodeQuery = Option.getOrUndefined(Option.map(endpoint.urlParamsSchema, decoder))
+  // A payload whose every field is optional may be left out: no body is then no fields.
+  const optionalPayload = Option.exists(
+    endpoint.payloadSchema,
+    (schema) => Either.isRight(Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown, never>)({}))
+  )
 
   // Path, payload, headers, query: the order in which HttpApiBuilder decodes them, so the first error is
   // the same one.
@@ -140,7 +153,9 @@ export const compileEndpoint = (
     }
     const withPayload = () =>
       decodePayload === undefined ? afterPayload() : readBody(request).pipe(
-        Effect.flatMap((text) => parseBody(request.headers["content-type"], text)),
+        Effect.flatMap((text) =>
+          text === "" && optionalPayload ? Effect.succeed({}) : parseBody(request.headers["content-type"], text)
+        ),
         Effect.flatMap((raw) =>
           decodePayload(raw, (p) => {
             args.payload = p

@@ -25,6 +25,36 @@ export const ErrorCatalog = {
     summary: "The request body could not be parsed as its Content-Type.",
     fix: "Send well-formed JSON or form data matching the Content-Type header."
   },
+  upgrade_not_supported: {
+    type: "invalid_request_error",
+    status: 400,
+    summary: "The service serves no websockets or other protocols: a request with Connection: Upgrade is refused.",
+    fix: "Send the request without Upgrade and Connection: Upgrade."
+  },
+  request_malformed: {
+    type: "invalid_request_error",
+    status: 400,
+    summary: "The request is not well-formed HTTP/1.1; the connection is closed.",
+    fix: "Send a well-formed request line and header fields."
+  },
+  request_timeout: {
+    type: "invalid_request_error",
+    status: 408,
+    summary: "The header fields or the whole request did not arrive within the server's time-outs.",
+    fix: "Send the request without pauses (HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS)."
+  },
+  expectation_failed: {
+    type: "invalid_request_error",
+    status: 417,
+    summary: "The Expect header asks for something other than 100-continue.",
+    fix: "Leave Expect out, or send Expect: 100-continue."
+  },
+  header_fields_too_large: {
+    type: "invalid_request_error",
+    status: 431,
+    summary: "The request line and header fields are larger than the server reads (16 KiB).",
+    fix: "Send fewer or shorter header fields."
+  },
   method_not_allowed: {
     type: "invalid_request_error",
     status: 405,

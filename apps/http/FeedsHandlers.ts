@@ -15,7 +15,7 @@ export const renderFeed = (f: Feed) => ({
   updated: DateTime.formatIso(f.updatedAt)
 })
 
-const feedNotFound = (name: string) => apiError("resource_missing", `No feed is named "${name}".`, { param: "name" })
+const feedNotFound = () => apiError("resource_missing", "No feed has this name.", { param: "name" })
 
 export const FeedsLive = group(Api, "feeds", (handlers) =>
   Effect.gen(function*() {
@@ -32,7 +32,7 @@ export const FeedsLive = group(Api, "feeds", (handlers) =>
       .handle("get", ({ headers, path }) =>
         Effect.gen(function*() {
           const feed = yield* subscriptions.feed(path.name).pipe(
-            Effect.catchTag("FeedNotFound", () => Effect.fail(feedNotFound(path.name)))
+            Effect.catchTag("FeedNotFound", () => Effect.fail(feedNotFound()))
           )
           const body = JSON.stringify({ feed: renderFeed(feed) })
           return cacheableJson(headers, body, feed.updatedAt, publicCache(yield* DateTime.now))
@@ -47,6 +47,6 @@ export const FeedsLive = group(Api, "feeds", (handlers) =>
         subscriptions.deleteFeed(path.name).pipe(
           Effect.as(HttpServerResponse.empty({ status: 204 })),
           Effect.catchTag("FeedNotFound", () =>
-            Effect.fail(feedNotFound(path.name)))
+            Effect.fail(feedNotFound()))
         ))
   }))

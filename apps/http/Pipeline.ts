@@ -121,7 +121,10 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
       }
       if (allowed !== undefined && !allowed.includes(method)) {
         return Effect.succeed(render(
-          apiError("method_not_allowed", `${method} is not allowed on ${pathname}.`),
+          apiError(
+            "method_not_allowed",
+            "This method is not allowed on this path; the Allow header lists the ones it takes."
+          ),
           requestId,
           { allow: allowed.join(", ") }
         ))

@@ -30,6 +30,13 @@ export class SubscriptionEnvelope extends Schema.Class<SubscriptionEnvelope>("Su
 
 const Html = HttpApiSchema.Text({ contentType: "text/html" })
 const TokenParams = Schema.Struct({ token: Schema.String })
+// Confirm and unsubscribe take the token from the query (the links in the mail), from a form field (a page's
+// hidden field) or from a JSON body: one of them, or both with the same value.
+const OptionalToken = Schema.Struct({ token: Schema.optional(Schema.String) })
+export const TokenPayload = Schema.Union(
+  HttpApiSchema.withEncoding(OptionalToken, { kind: "UrlParams" }),
+  OptionalToken
+)
 
 // One schema, two encodings: browsers post forms, programs post JSON.
 export const SubscribePayload = Schema.Union(
@@ -53,20 +60,26 @@ export class SubscriptionsApi extends HttpApiGroup.make("subscriptions")
   )
   .add(
     HttpApiEndpoint.post("confirm", "/subscribe/confirm")
-      .setUrlParams(TokenParams)
+      .setUrlParams(OptionalToken)
+      .setPayload(TokenPayload)
       .addSuccess(SubscriptionEnvelope)
       .addSuccess(Html)
+      .addError(BadRequest)
       .addError(NotFound)
+      .addError(UnsupportedMediaType)
   )
   .add(
     HttpApiEndpoint.get("unsubscribePage", "/unsubscribe").setUrlParams(TokenParams).addSuccess(Html).addError(NotFound)
   )
   .add(
     HttpApiEndpoint.post("unsubscribe", "/unsubscribe")
-      .setUrlParams(TokenParams)
+      .setUrlParams(OptionalToken)
+      .setPayload(TokenPayload)
       .addSuccess(SubscriptionEnvelope)
       .addSuccess(Html)
+      .addError(BadRequest)
       .addError(NotFound)
+      .addError(UnsupportedMediaType)
   )
   .add(
     HttpApiEndpoint.get("get", "/subscriptions/:id")

@@ -30,6 +30,21 @@ const invalidLink = (request: HttpServerRequest.HttpServerRequest) =>
 
 const parseToken = Schema.decodeUnknownOption(Token)
 
+// The token of a POST: from the query or the body, the same in both when both carry one.
+const postedToken = (query: string | undefined, body: string | undefined) => {
+  if (query !== undefined && body !== undefined && query !== body) {
+    return Effect.fail(
+      apiError("parameter_invalid", "token is in the query and in the body with different values: send it once.", {
+        param: "token"
+      })
+    )
+  }
+  const token = query ?? body
+  return token === undefined
+    ? Effect.fail(apiError("parameter_missing", "Missing required parameter: token.", { param: "token" }))
+    : Effect.succeed(token)
+}
+
 export const subscribeAnswer = (subscriptions: Subscriptions, payload: SubscribeRequest) =>
   subscriptions.subscribe(payload).pipe(
     Effect.map((receipt) =>
@@ -37,7 +52,7 @@ export const subscribeAnswer = (subscriptions: Subscriptions, payload: Subscribe
     ),
     Effect.catchTag(
       "FeedNotFound",
-      (e) => Effect.fail(apiError("resource_missing", `No feed is named "${e.feed}".`, { param: "feed" }))
+      () => Effect.fail(apiError("resource_missing", "No feed has this name.", { param: "feed" }))
     )
   )
 
@@ -78,9 +93,10 @@ export const SubscriptionsLive = group(Api, "subscriptions", (handlers) =>
               onSome: (s) => Effect.succeed(Pages.confirm(token, s.feed, s.email))
             })
           )))
-      .handle("confirm", ({ request, urlParams }) =>
-        redeem(request, urlParams.token, subscriptions.confirm, (s) =>
-          Pages.confirmed(s.feed), "Subscription confirmed."))
+      .handle("confirm", ({ payload, request, urlParams }) =>
+        Effect.flatMap(postedToken(urlParams.token, payload.token), (token) =>
+          redeem(request, token, subscriptions.confirm, (s) =>
+            Pages.confirmed(s.feed), "Subscription confirmed.")))
       .handle("unsubscribePage", ({ request, urlParams }) =>
         withToken(request, urlParams.token, (token) =>
           Effect.flatMap(
@@ -92,15 +108,16 @@ export const SubscriptionsLive = group(Api, "subscriptions", (handlers) =>
                 Effect.succeed(Pages.unsubscribe(token, s.feed))
             })
           )))
-      .handle("unsubscribe", ({ request, urlParams }) =>
-        redeem(request, urlParams.token, subscriptions.unsubscribe, (s) =>
-          Pages.unsubscribed(s.feed), "Unsubscribed."))
+      .handle("unsubscribe", ({ payload, request, urlParams }) =>
+        Effect.flatMap(postedToken(urlParams.token, payload.token), (token) =>
+          redeem(request, token, subscriptions.unsubscribe, (s) =>
+            Pages.unsubscribed(s.feed), "Unsubscribed.")))
       .handle("get", ({ path }) =>
         subscriptions.get(path.id).pipe(
           Effect.map((s) =>
             new SubscriptionEnvelope({ subscription: view(s) })
           ),
           Effect.catchTag("SubscriptionNotFound", () =>
-            Effect.fail(apiError("resource_missing", `No subscription has id ${path.id}.`, { param: "id" })))
+            Effect.fail(apiError("resource_missing", "No subscription has this id.", { param: "id" })))
         ))
   }))

@@ -35,7 +35,8 @@ const answers = (baseUrl: string) => {
     const t = answer.transfer
     if (t.failure === undefined) return json(201, envelope(t), { ...headers, location: location(t.id) })
     const declined = apiError(t.failure.code, cardErrorMessages[t.failure.code], {
-      ...(t.failure.decline_code ? { decline_code: t.failure.decline_code } : {})
+      ...(t.failure.decline_code ? { decline_code: t.failure.decline_code } : {}),
+      transfer: t.id
     })
     return json(402, error(declined), headers)
   }
@@ -67,8 +68,7 @@ export const TransfersLive = group(Api, "transfers", (handlers) =>
         }))
       .handle("get", ({ headers, path }) =>
         Effect.flatMap(CurrentClient, (client) => {
-          const missing = () =>
-            Effect.fail(apiError("resource_missing", `No transfer has id ${path.id}.`, { param: "id" }))
+          const missing = () => Effect.fail(apiError("resource_missing", "No transfer has this id.", { param: "id" }))
           if (!isTransferId(path.id)) return missing()
           return Effect.flatMap(transfers.get(client.id, path.id), (found) =>
             Option.isNone(found)

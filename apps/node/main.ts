@@ -4,9 +4,12 @@ import { Cause, Effect, Exit, FiberId, Layer, Stream } from "effect"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { Readable } from "node:stream"
 import { openBetterSqlite3 } from "../../adapters/sqlite/BetterSqlite3.ts"
+import { SiteSettings } from "../../core/SiteSettings.ts"
 import { appLayer, serverOptions } from "../AppLayer.ts"
 import type { RequestHeaders } from "../http/Caching.ts"
+import { RequestIdHeader } from "../http/Edge.ts"
 import { BodyTooLarge, type IncomingRequest, type Pipeline, RequestPipeline } from "../http/Pipeline.ts"
+import { answerAndClose, answerClientError, rawErrorResponse, refuseUpgrade } from "./RawAnswers.ts"
 
 // The body, never more than maxBytes of it buffered. Past the limit the rest is read and discarded (the request
 // timeout bounds it), so the client gets its 413 and the connection ends cleanly instead of being reset.
@@ -84,11 +87,25 @@ const closeStragglersOnShutdown = (server: Server) => {
 // REQUEST_TIMEOUT_MS (Node checks both every second here, not every 30 s as by default).
 const ServerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const options = yield* serverOptions
+  const { baseUrl } = yield* SiteSettings
   const server = closeStragglersOnShutdown(createServer({
     headersTimeout: options.headersTimeoutMs,
     requestTimeout: options.requestTimeoutMs,
     connectionsCheckingInterval: 1_000
   }, answer(yield* RequestPipeline)))
+  // An upgraded socket leaves the server's time-outs and closeAllConnections: none is kept.
+  server.on("upgrade", refuseUpgrade(baseUrl))
+  server.on("clientError", answerClientError(baseUrl))
+  server.on("checkExpectation", (request) =>
+    answerAndClose(
+      request.socket,
+      rawErrorResponse(
+        baseUrl,
+        "expectation_failed",
+        "Only Expect: 100-continue is supported.",
+        request.headers[RequestIdHeader] as string | undefined
+      )
+    ))
   yield* Effect.acquireRelease(
     Effect.async<void>((resume) => {
       server.once("error", (error) => resume(Effect.die(error)))

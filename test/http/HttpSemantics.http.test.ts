@@ -580,9 +580,9 @@ describe("GET /openapi.json", () => {
   const operations: ReadonlyArray<[string, string, ReadonlyArray<number>]> = [
     ["post", "/subscribe", [400, 404, 413, 415, 429]],
     ["get", "/subscribe/confirm", [404]],
-    ["post", "/subscribe/confirm", [404]],
+    ["post", "/subscribe/confirm", [400, 404, 415]],
     ["get", "/unsubscribe", [404]],
-    ["post", "/unsubscribe", [404]],
+    ["post", "/unsubscribe", [400, 404, 415]],
     ["get", "/subscriptions/{id}", [401, 404]],
     ["get", "/feeds", []],
     ["get", "/feeds/{name}", [404]],
@@ -615,6 +615,15 @@ describe("GET /openapi.json", () => {
       assert.isTrue(documented.some((s) => s >= 200 && s < 300), "a success answer")
     })
   }
+
+  it("the 402 of POST /merchant/transfers/payment documents the transfer it names", () => {
+    const resolve = (schema: any): any =>
+      schema?.$ref ? resolve(doc.components.schemas[schema.$ref.replace("#/components/schemas/", "")]) : schema
+    const body = resolve(
+      doc.paths["/merchant/transfers/payment"].post.responses[402].content["application/json"].schema
+    )
+    assert.strictEqual(resolve(resolve(body.properties.error).properties.transfer).type, "string")
+  })
 
   it("every 4xx/5xx response is the one error body; no HttpApiDecodeError is left", () => {
     const text = JSON.stringify(doc)

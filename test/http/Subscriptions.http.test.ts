@@ -276,6 +276,81 @@ describe("unsubscribe", () => {
   })
 })
 
+describe("the token of confirm and unsubscribe", () => {
+  const tokens = async (tag: string) => {
+    const email = uniqueEmail(tag)
+    const { subscription } = (await (await subscribe({ name: "Tia", email })).json()) as any
+    const mail = await mailTo(email)
+    const of = (url: string) => new URL(url).searchParams.get("token")!
+    return {
+      id: subscription.id,
+      confirm: of(confirmLink(mail)),
+      unsubscribe: of(mail.headers["list-unsubscribe"]!.slice(1, -1))
+    }
+  }
+  const post = (path: string, body: string | undefined, type?: string) =>
+    fetch(`${app.baseUrl}${path}`, {
+      method: "POST",
+      ...(type === undefined ? {} : { headers: { "content-type": type } }),
+      ...(body === undefined ? {} : { body })
+    })
+
+  it("is taken from a form field: a page's hidden field, or a client that posts token=...", async () => {
+    const t = await tokens("form-token")
+    const confirmed = await postForm(app.baseUrl, "/subscribe/confirm", { token: t.confirm })
+    assert.strictEqual(confirmed.status, 200, await confirmed.clone().text())
+    assert.strictEqual(await statusOf(t.id), "active")
+    const left = await postForm(app.baseUrl, "/unsubscribe", { token: t.unsubscribe, "List-Unsubscribe": "One-Click" })
+    assert.strictEqual(left.status, 200)
+    assert.strictEqual(await statusOf(t.id), "unsubscribed")
+  })
+
+  it("is taken from a JSON body", async () => {
+    const t = await tokens("json-token")
+    const confirmed = await post("/subscribe/confirm", JSON.stringify({ token: t.confirm }), "application/json")
+    assert.strictEqual(confirmed.status, 200)
+    assert.strictEqual(await statusOf(t.id), "active")
+    const left = await post("/unsubscribe", JSON.stringify({ token: t.unsubscribe }), "application/json; charset=utf-8")
+    assert.strictEqual(left.status, 200)
+    assert.strictEqual(await statusOf(t.id), "unsubscribed")
+  })
+
+  it("may be in both places when they agree", async () => {
+    const t = await tokens("both-token")
+    const confirmed = await postForm(app.baseUrl, `/subscribe/confirm?token=${t.confirm}`, { token: t.confirm })
+    assert.strictEqual(confirmed.status, 200)
+    assert.strictEqual(await statusOf(t.id), "active")
+  })
+
+  it("in both places with different values answers 400 and changes nothing", async () => {
+    const t = await tokens("differ-token")
+    for (
+      const response of [
+        await postForm(app.baseUrl, `/subscribe/confirm?token=${t.confirm}`, { token: t.unsubscribe }),
+        await post(`/unsubscribe?token=${t.unsubscribe}`, JSON.stringify({ token: t.confirm }), "application/json")
+      ]
+    ) {
+      assert.strictEqual(response.status, 400)
+      const { error } = (await response.json()) as any
+      assert.strictEqual(error.code, "parameter_invalid")
+      assert.strictEqual(error.param, "token")
+      assert.notInclude(error.message, t.confirm)
+    }
+    assert.strictEqual(await statusOf(t.id), "pending")
+  })
+
+  it("missing from both answers 400 parameter_missing", async () => {
+    for (
+      const response of [await post("/subscribe/confirm", undefined), await postForm(app.baseUrl, "/unsubscribe", {})]
+    ) {
+      assert.strictEqual(response.status, 400)
+      const { error } = (await response.json()) as any
+      assert.strictEqual(error.code, "parameter_missing")
+      assert.strictEqual(error.param, "token")
+    }
+  })
+})
+
 describe("admin and meta", () => {
   it("GET /subscriptions/{id} needs the admin key", async () => {
     const email = uniqueEmail("admin")

@@ -90,6 +90,7 @@ describe("the interface's 402 example", () => {
 
     const recorded = await api.byReference(body.payment_transfer.reference as string)
     assert.strictEqual(recorded.length, 1)
+    assert.strictEqual(error.transfer, recorded[0].id, "the 402 names the transfer it recorded")
     assert.strictEqual(recorded[0].status, "declined")
     assert.strictEqual(recorded[0].failure_code, "expired_card")
     assert.strictEqual(recorded[0].sender.card.last4, "4242")
@@ -454,6 +455,8 @@ describe("idempotency", () => {
     const body = transferBody({ sender_account_uri: accountUri("4000000000000002") })
     const first = await api.create(body, { idempotencyKey })
     assertCardError(first, "card_declined", "generic_decline")
+    const [recorded] = await api.byReference(body.payment_transfer.reference as string)
+    assert.strictEqual(first.json.error.transfer, recorded.id)
     const before = count("transfers")
     const second = await api.create(body, { idempotencyKey })
     assert.strictEqual(second.status, 402)

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime } from "effect"
 import * as fc from "effect/FastCheck"
-import { brandOf, type CardBrand, expiresAt, type Expiry, isExpired, luhn } from "../../../core/Card.ts"
+import { brandOf, type CardBrand, expiresAt, type Expiry, holdsCardData, isExpired, luhn } from "../../../core/Card.ts"
 import { digitString, luhnCheckDigit, luhnValid, withCheckDigit } from "./arbitraries.ts"
 
 const testCards = [
@@ -227,5 +227,36 @@ describe("expiry", () => {
   it("years 0-99 are not mapped to 1900-1999", () => {
     const e = { year: 50, month: 1 }
     assert.strictEqual(DateTime.toEpochMillis(expiresAt(e)), startOfMonth(50, 2))
+  })
+})
+
+describe("holdsCardData", () => {
+  it.prop("finds a card number of a known brand anywhere in a text, with or without separators", [
+    fc.constantFrom("4", "51", "2221", "34", "6011", "3528", "62"),
+    fc.integer({ min: 13, max: 19 }),
+    digitString(19),
+    fc.constantFrom("", " ", "-"),
+    fc.string({ maxLength: 10 }).filter((s) => !/[0-9]$/.test(s))
+  ], ([prefix, length, fill, separator, before]) => {
+    const pan = withCheckDigit((prefix + fill).slice(0, length - 1))
+    const spaced = pan.match(/.{1,4}/g)!.join(separator)
+    assert.isTrue(holdsCardData(`${before}${spaced}`), spaced)
+  })
+
+  it("finds the markers of the secret formats, and leaves ordinary values alone", () => {
+    for (const text of ["pan:4242", "x UCAF:abc", "ucaf:jJJLtQa+Iws8AREAEbjsA1MAAAA"]) {
+      assert.isTrue(holdsCardData(text))
+    }
+    for (
+      const text of [
+        "order-1001",
+        "Ann Example",
+        "merchant_1",
+        "4242424242424241",
+        "12345678901",
+        "2031-07-15",
+        "panel:x"
+      ]
+    ) assert.isFalse(holdsCardData(text), text)
   })
 })
