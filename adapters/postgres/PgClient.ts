@@ -2,7 +2,7 @@ import { PgClient } from "@effect/sql-pg"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import { Context, Duration, Effect, Exit, Layer, Redacted } from "effect"
-import { Pool, type PoolClient, type QueryCallback, type QueryConfig } from "pg"
+import { makePool, type PgPool, type PoolClient, type QueryCallback, type QueryConfig } from "./PgDriver.ts"
 
 // PostgreSQL: one pg Pool, shared by @effect/sql-pg (migrations, readiness, the statements that are not on a
 // hot path) and PgDirect (the stores' hot statements). Every commit is durable: synchronous_commit is checked
@@ -56,7 +56,7 @@ const simple = (client: PoolClient, text: string) =>
     client.query(text, (err) => resume(err ? Effect.fail(failed(err)) : Effect.void))
   })
 
-const makeDirect = (pool: Pool): PgDirectShape => {
+const makeDirect = (pool: PgPool): PgDirectShape => {
   const connect = Effect.async<PoolClient, SqlError>((resume) => {
     pool.connect((err, client) =>
       resume(
@@ -90,7 +90,7 @@ const makeDirect = (pool: Pool): PgDirectShape => {
 export const layer = (url: Redacted.Redacted<string>) => {
   const pool = Effect.acquireRelease(
     Effect.gen(function*() {
-      const pool = new Pool({ connectionString: Redacted.value(url), max: 10, application_name: "paysub" })
+      const pool = makePool({ connectionString: Redacted.value(url), max: 10, application_name: "paysub" })
       // An idle connection's error (the server going away) must not crash the process: the pool drops it.
       pool.on("error", () => {})
       yield* Effect.tryPromise({

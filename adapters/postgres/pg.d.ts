@@ -1,33 +1,7 @@
-// The parts of node-postgres's Pool this adapter uses. `pg` comes with @effect/sql-pg, without type
-// declarations (@types/pg is not a dependency), so these stand in for them (test/support/pg.d.ts declares the
-// Client the tests use; the two merge).
+// `pg` has no type declarations here (@types/pg is not a dependency): the Pool is typed by
+// adapters/postgres/PgDriver.ts; test/support/pg.d.ts declares the Client the tests use (the two merge).
 declare module "pg" {
-  export interface PoolConfig {
-    readonly connectionString?: string
-    readonly max?: number
-    readonly application_name?: string
-  }
-  // A named statement is parsed and planned once per connection, then only bound and executed.
-  export interface QueryConfig {
-    readonly name?: string
-    readonly text: string
-    readonly values?: Array<unknown>
-  }
-  export interface PoolQueryResult {
-    readonly rows: Array<any>
-  }
-  export type QueryCallback = (error: Error | undefined, result: PoolQueryResult) => void
-  export interface PoolClient {
-    query(config: QueryConfig | string, callback: QueryCallback): void
-    // An error (or true) closes the connection instead of returning it to the pool.
-    release(destroy?: Error | boolean): void
-  }
   export class Pool {
-    constructor(config?: PoolConfig)
-    query(config: QueryConfig | string, callback: QueryCallback): void
-    query(text: string): Promise<PoolQueryResult>
-    connect(callback: (error: Error | undefined, client: PoolClient | undefined) => void): void
-    end(): Promise<void>
-    on(event: "error", listener: (error: Error) => void): this
+    constructor(config?: unknown)
   }
 }

@@ -1,0 +1,33 @@
+import { Pool } from "pg"
+
+// The parts of node-postgres's Pool this adapter uses, as types of our own: `pg` comes with @effect/sql-pg
+// without type declarations (@types/pg is not a dependency), and Deno's type check reads none for it either.
+export interface PoolConfig {
+  readonly connectionString?: string
+  readonly max?: number
+  readonly application_name?: string
+}
+// A named statement is parsed and planned once per connection, then only bound and executed.
+export interface QueryConfig {
+  readonly name?: string
+  readonly text: string
+  readonly values?: Array<unknown>
+}
+export interface PoolQueryResult {
+  readonly rows: Array<any>
+}
+export type QueryCallback = (error: Error | undefined, result: PoolQueryResult) => void
+export interface PoolClient {
+  query(config: QueryConfig | string, callback: QueryCallback): void
+  // An error (or true) closes the connection instead of returning it to the pool.
+  release(destroy?: Error | boolean): void
+}
+export interface PgPool {
+  query(config: QueryConfig | string, callback: QueryCallback): void
+  query(text: string): Promise<PoolQueryResult>
+  connect(callback: (error: Error | undefined, client: PoolClient | undefined) => void): void
+  end(): Promise<void>
+  on(event: "error", listener: (error: Error) => void): this
+}
+
+export const makePool = (config: PoolConfig): PgPool => new Pool(config) as unknown as PgPool
