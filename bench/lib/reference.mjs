@@ -806,7 +806,7 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl }) => {
           row.failure_code,
           cardErrorMessages[row.failure_code],
           requestId,
-          row.decline_code === null ? {} : { decline_code: row.decline_code }
+          { ...(row.decline_code === null ? {} : { decline_code: row.decline_code }), transfer: row.id }
         )
         : { status: 201, body: JSON.stringify({ payment_transfer: renderRow({ ...row, amount: String(row.amount) }) }) }
     const completion = () => (key === undefined ? undefined : { key, response: outcome() })
