@@ -35,7 +35,7 @@ export interface DecodeIssue {
   readonly message: string
 }
 
-export const fromIssue = (issue: DecodeIssue | undefined): ApiError => {
+const fromIssue = (issue: DecodeIssue | undefined): ApiError => {
   const path = issue?.path ?? []
   if (issue === undefined || path.length === 0) {
     return apiError("body_invalid", "The request body must be an object of parameters.")

@@ -1,9 +1,8 @@
-import { HttpApiError, HttpServerResponse } from "@effect/platform"
+import { HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, FiberRef } from "effect"
 import { globalValue } from "effect/GlobalValue"
 import { sha256 } from "../../adapters/crypto/Sha256.ts"
 import { type ApiError, apiError, isApiError, statusOf } from "./ApiError.ts"
-import { fromIssue } from "./DecodeErrors.ts"
 import { makeRateLimiter, type RateLimit, type RateLimiter } from "./RateLimiter.ts"
 
 // The edge of the pipeline (apps/http/Pipeline.ts): every error, whoever raised it (a handler, a decoder, the
@@ -38,11 +37,10 @@ export const mediaType = (headers: { readonly [name: string]: string | undefined
 export const unparsableBody = () =>
   apiError("body_invalid", "The request body could not be parsed as its Content-Type.")
 
+// Decode failures are ApiErrors already (the pipeline's decoders make them), so every known error is one.
 const toApiError = (cause: Cause.Cause<unknown>): ApiError | undefined => {
   const e = Cause.squash(cause)
-  if (isApiError(e)) return e
-  if (e instanceof HttpApiError.HttpApiDecodeError) return fromIssue(e.issues[0])
-  return undefined
+  return isApiError(e) ? e : undefined
 }
 
 // 32 hex digits: 80 random bits per process, then a counter (12 digits), unique without a UUID per request.

@@ -15,7 +15,7 @@ const reasons: Record<number, string> = {
   431: "Request Header Fields Too Large"
 }
 
-export const rawErrorResponse = (baseUrl: string, code: ErrorCode, message: string, incomingId?: string) => {
+const rawErrorResponse = (baseUrl: string, code: ErrorCode, message: string, incomingId?: string) => {
   const requestId = requestIdOf(incomingId)
   const status = ErrorCatalog[code].status
   const body = JSON.stringify(errorBody(baseUrl, apiError(code, message), requestId))
@@ -25,7 +25,7 @@ export const rawErrorResponse = (baseUrl: string, code: ErrorCode, message: stri
 }
 
 // Writes the answer and closes the socket once it is written: nothing held open for the client to keep.
-export const answerAndClose = (socket: Duplex, response: string) => {
+const answerAndClose = (socket: Duplex, response: string) => {
   socket.on("error", () => socket.destroy())
   if (!socket.writable) return socket.destroy()
   socket.end(response, () => socket.destroy())
@@ -40,6 +40,17 @@ export const refuseUpgrade = (baseUrl: string) => (request: IncomingMessage, soc
       baseUrl,
       "upgrade_not_supported",
       "This service serves no websockets or other protocols: send the request without Upgrade.",
+      request.headers[RequestIdHeader] as string | undefined
+    )
+  )
+
+export const refuseExpectation = (baseUrl: string) => (request: IncomingMessage) =>
+  answerAndClose(
+    request.socket,
+    rawErrorResponse(
+      baseUrl,
+      "expectation_failed",
+      "Only Expect: 100-continue is supported.",
       request.headers[RequestIdHeader] as string | undefined
     )
   )

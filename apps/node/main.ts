@@ -7,9 +7,8 @@ import { openBetterSqlite3 } from "../../adapters/sqlite/BetterSqlite3.ts"
 import { SiteSettings } from "../../core/SiteSettings.ts"
 import { appLayer, serverOptions } from "../AppLayer.ts"
 import type { RequestHeaders } from "../http/Caching.ts"
-import { RequestIdHeader } from "../http/Edge.ts"
 import { BodyTooLarge, type IncomingRequest, type Pipeline, RequestPipeline } from "../http/Pipeline.ts"
-import { answerAndClose, answerClientError, rawErrorResponse, refuseUpgrade } from "./RawAnswers.ts"
+import { answerClientError, refuseExpectation, refuseUpgrade } from "./RawAnswers.ts"
 
 // The body, never more than maxBytes of it buffered. Past the limit the rest is read and discarded (the request
 // timeout bounds it), so the client gets its 413 and the connection ends cleanly instead of being reset.
@@ -96,16 +95,7 @@ const ServerLive = Layer.scopedDiscard(Effect.gen(function*() {
   // An upgraded socket leaves the server's time-outs and closeAllConnections: none is kept.
   server.on("upgrade", refuseUpgrade(baseUrl))
   server.on("clientError", answerClientError(baseUrl))
-  server.on("checkExpectation", (request) =>
-    answerAndClose(
-      request.socket,
-      rawErrorResponse(
-        baseUrl,
-        "expectation_failed",
-        "Only Expect: 100-continue is supported.",
-        request.headers[RequestIdHeader] as string | undefined
-      )
-    ))
+  server.on("checkExpectation", refuseExpectation(baseUrl))
   yield* Effect.acquireRelease(
     Effect.async<void>((resume) => {
       server.once("error", (error) => resume(Effect.die(error)))
