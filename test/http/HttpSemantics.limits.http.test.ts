@@ -3,7 +3,14 @@ import { spawn } from "node:child_process"
 import { resolve } from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import { AdminKey, AppProcess, cliBundle, form } from "../support/AppProcess.ts"
-import { bodyJson, header, RawConnection, rawRequest, type RawResponse } from "../support/RawHttp.ts"
+import {
+  assertErrorResponse,
+  bodyJson,
+  header,
+  RawConnection,
+  rawRequest,
+  type RawResponse
+} from "../support/RawHttp.ts"
 
 // Black-box: the HTTP semantics that depend on configuration, against one app process started with
 // TRACE off, a 1 KiB body limit, a 2 s header timeout and small rate limits. Only the rate-limit tests send
@@ -43,16 +50,6 @@ const createClient = (name: string): Promise<{ id: string; api_key: string }> =>
   })
 
 const adminHeaders = { authorization: `Bearer ${AdminKey}` }
-
-const assertErrorResponse = (response: RawResponse, status: number, code: string) => {
-  assert.strictEqual(response.status, status, response.body.toString("utf8"))
-  const body = bodyJson(response)
-  assert.strictEqual(body.error.code, code)
-  assert.strictEqual(body.error.request_id, header(response, "x-request-id"))
-  assert.match(body.error.doc_url, new RegExp(`/docs/errors#${code}$`))
-  assert.isDefined(header(response, "date"))
-  assert.strictEqual(Number(header(response, "content-length")), response.body.length)
-}
 
 beforeAll(async () => {
   app = await AppProcess.start({

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
 import { AppProcess } from "../support/AppProcess.ts"
-import { bodyJson, header, RawConnection, type RawResponse } from "../support/RawHttp.ts"
+import { assertErrorResponse, header, RawConnection } from "../support/RawHttp.ts"
 
 // Requests that Node answers outside the pipeline: Connection: Upgrade (the service serves no websockets),
 // and what its HTTP parser refuses. Each answer is the documented error body, and no such socket outlives its
@@ -17,16 +17,6 @@ afterAll(async () => {
   await app?.stop()
 })
 
-const assertErrorBody = (response: RawResponse, status: number, code: string) => {
-  assert.strictEqual(response.status, status, response.body.toString("utf8"))
-  const body = bodyJson(response)
-  assert.strictEqual(body.error.code, code)
-  assert.strictEqual(body.error.request_id, header(response, "x-request-id"))
-  assert.match(body.error.doc_url, new RegExp(`/docs/errors#${code}$`))
-  assert.isDefined(header(response, "date"))
-  assert.strictEqual(Number(header(response, "content-length")), response.body.length)
-}
-
 const upgradeRequest = (port: number, target = "/healthz") =>
   `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n` +
   `Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`
@@ -39,7 +29,7 @@ describe("Connection: Upgrade", () => {
       for (const connection of connections) {
         const response = await connection.response()
         if (onNode) {
-          assertErrorBody(response, 400, "upgrade_not_supported")
+          assertErrorResponse(response, 400, "upgrade_not_supported")
           assert.isTrue(await connection.waitClose(3_000), "the server closed the upgrade socket")
         } else {
           assert.strictEqual(response.status, 200)
@@ -65,17 +55,17 @@ describe.runIf(onNode)("Node's own answers carry the error body", () => {
   }
 
   it("400 request_malformed for a request line the parser refuses", async () => {
-    assertErrorBody(await send("GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n"), 400, "request_malformed")
+    assertErrorResponse(await send("GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n"), 400, "request_malformed")
   })
 
   it("431 header_fields_too_large for header fields over 16 KiB", async () => {
     const response = await send(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`)
-    assertErrorBody(response, 431, "header_fields_too_large")
+    assertErrorResponse(response, 431, "header_fields_too_large")
   })
 
   it("417 expectation_failed for an Expect other than 100-continue", async () => {
     const response = await send("GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nX-Request-Id: expect-1\r\n\r\n")
-    assertErrorBody(response, 417, "expectation_failed")
+    assertErrorResponse(response, 417, "expectation_failed")
     assert.strictEqual(header(response, "x-request-id"), "expect-1")
   })
 
@@ -83,7 +73,7 @@ describe.runIf(onNode)("Node's own answers carry the error body", () => {
     const connection = await RawConnection.open(app.port)
     try {
       await connection.write("GET /healthz HTTP/1.1\r\nHost: x\r\n")
-      assertErrorBody(await connection.response({ timeoutMs: 6_000 }), 408, "request_timeout")
+      assertErrorResponse(await connection.response({ timeoutMs: 6_000 }), 408, "request_timeout")
     } finally {
       connection.destroy()
     }

@@ -1,6 +1,7 @@
 // HTTP/1.1 over a bare TCP socket (node:net), for what fetch cannot send or cannot show: TRACE, exact request
 // lines and header case, HEAD answers read byte for byte (is anything after the header block?), bodies sent in
 // pieces (Content-Length larger than what is sent, chunked uploads), header lines trickled one byte at a time.
+import { assert } from "@effect/vitest"
 import { connect, type Socket } from "node:net"
 
 export type HeaderList = ReadonlyArray<readonly [string, string]>
@@ -26,6 +27,18 @@ export const headerNames = (response: { readonly headers: HeaderList }): Array<s
   response.headers.map(([n]) => n.toLowerCase())
 
 export const bodyJson = (response: RawResponse): any => JSON.parse(response.body.toString("utf8"))
+
+// The documented error body with its status and code, naming the response's own request id, with Date and an
+// exact Content-Length.
+export const assertErrorResponse = (response: RawResponse, status: number, code: string) => {
+  assert.strictEqual(response.status, status, response.body.toString("utf8"))
+  const body = bodyJson(response)
+  assert.strictEqual(body.error.code, code)
+  assert.strictEqual(body.error.request_id, header(response, "x-request-id"))
+  assert.match(body.error.doc_url, new RegExp(`/docs/errors#${code}$`))
+  assert.isDefined(header(response, "date"))
+  assert.strictEqual(Number(header(response, "content-length")), response.body.length)
+}
 
 // Parses one response from the front of `buffer`: undefined while incomplete. `closed` says the peer closed
 // the connection (a body without length runs to the close).
