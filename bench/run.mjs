@@ -11,7 +11,8 @@
 //   --duration=S --rounds=N --connections=C --warmup=S   override the defaults (10 s, 3, 50, 1 s)
 //   --scenarios=a,b         a subset of approved,approvedIdempotent,replay,declined,notModified,subscribe
 //   --targets=a,b           a subset of the targets the other flags chose (service, ref1, ref2, deno,
-//                           service-pg, ref-pg, service-pg-x2)
+//                           service-pg, ref-pg, service-pg-x2), or service-hooks: the service with one webhook
+//                           endpoint (e.g. --targets=service,service-hooks --scenarios=approved)
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import os from "node:os"
 import { join, relative } from "node:path"
@@ -35,6 +36,7 @@ import {
   scenarios,
   startSmtpSink,
   startTarget,
+  startWebhookSink,
   storedCounts,
   targetDefinitions,
   waitForQuiet
@@ -87,7 +89,8 @@ const targetNames = [
   "ref1",
   "ref2",
   ...(options.deno ? ["deno"] : []),
-  ...(options.postgres ? ["service-pg", ...(options.scaleout ? [] : ["ref-pg"]), "service-pg-x2"] : [])
+  ...(options.postgres ? ["service-pg", ...(options.scaleout ? [] : ["ref-pg"]), "service-pg-x2"] : []),
+  ...(options.targets?.includes("service-hooks") ? ["service-hooks"] : [])
 ].filter((t) => options.targets === undefined || options.targets.includes(t))
 for (const t of options.targets ?? []) {
   if (!targetDefinitions[t]) {
@@ -105,7 +108,8 @@ const ratioPairs = [
   ...["service", "deno", "service-pg"].flatMap((app) => ["ref1", "ref2"].map((ref) => [app, ref])),
   ["service-pg", "ref-pg"],
   ["service-pg-x2", "service-pg"],
-  ["service-pg-x2", "ref-pg"]
+  ["service-pg-x2", "ref-pg"],
+  ["service-hooks", "service"]
 ].filter(([a, b]) => targetNames.includes(a) && targetNames.includes(b))
 const ratioNames = ratioPairs.map(([a, b]) => `${a}/${b}`)
 
@@ -217,6 +221,7 @@ const main = async () => {
   // The Node app runs as `npm start` runs it: the bundle, built once here (not inside any start-up time).
   if (targetNames.some((t) => targetDefinitions[t].bundle)) buildApp()
   const sink = await startSmtpSink()
+  const hookSink = targetNames.includes("service-hooks") ? await startWebhookSink() : undefined
   try {
     for (let round = 1; round <= options.rounds; round++) {
       console.log(`\n-- round ${round}/${options.rounds}`)
@@ -229,7 +234,7 @@ const main = async () => {
         let target
         const start = { round, target: name }
         try {
-          target = await startTarget(name, { dataDir, smtpPort: sink.port, databaseUrl })
+          target = await startTarget(name, { dataDir, smtpPort: sink.port, databaseUrl, webhookPort: hookSink?.port })
           start.startupMs = Math.round(performance.now() - startedAt)
           const commit = /synchronous_commit=(\w+)/.exec(target.output())?.[1]
           if (commit !== undefined) start.synchronousCommit = commit
@@ -259,6 +264,7 @@ const main = async () => {
               }
             }
             const mailsBefore = await sink.count()
+            const hooksBefore = await hookSink?.count()
             const run = await runScenario(target, scenario, ctx, {
               duration: options.durationS,
               connections: options.connections,
@@ -267,6 +273,9 @@ const main = async () => {
             run.round = round
             if (quiet !== undefined) run.waitedForQuietMachine = quiet
             if (targetDefinitions[name].app) run.mailsDeliveredDuringRun = (await sink.count()) - mailsBefore
+            if (targetDefinitions[name].webhooks) {
+              run.webhooksDeliveredDuringRun = (await hookSink.count()) - hooksBefore
+            }
             results.runs.push(run)
             ;(roundRuns[scenario] ??= {})[name] = run
             const odd = (run.unexpectedResponses > 0 ? `  !! ${run.unexpectedResponses} unexpected answers` : "") +
@@ -284,7 +293,9 @@ const main = async () => {
                 run.databaseCpuUsPerRequest !== undefined
                   ? `, postgres ${fmtInt(run.databaseCpuUsPerRequest)} us/req ${fmtInt(run.databaseCpuPercent)}%`
                   : ""
-              })${run.mailsDeliveredDuringRun !== undefined ? `  mails ${run.mailsDeliveredDuringRun}` : ""}${odd}`
+              })${run.mailsDeliveredDuringRun !== undefined ? `  mails ${run.mailsDeliveredDuringRun}` : ""}${
+                run.webhooksDeliveredDuringRun !== undefined ? `  webhooks ${run.webhooksDeliveredDuringRun}` : ""
+              }${odd}`
             )
           }
         } finally {
@@ -325,6 +336,7 @@ const main = async () => {
     }
   } finally {
     sink.stop()
+    hookSink?.stop()
   }
 }
 

@@ -40,13 +40,33 @@ export type Authorization =
   | { readonly _tag: "Approved"; readonly authorizationCode: string }
   | { readonly _tag: "Declined"; readonly code: CardErrorCode; readonly declineCode?: string }
 
-// The network could not be asked (down, time-out, garbage answer): nothing is known to be charged.
+// The network certainly did not get the request (connection refused, DNS, an error status it answered):
+// nothing was charged.
 export class CardNetworkUnavailable extends Schema.TaggedError<CardNetworkUnavailable>()("CardNetworkUnavailable", {
   reason: Schema.String
 }) {}
 
+// The request was sent and no answer came back (a time-out, a dropped connection, an answer that cannot be
+// read): the card may have been charged. The transfer is recorded as `unknown` and reconciled by `lookup`.
+export class CardNetworkOutcomeUnknown extends Schema.TaggedError<CardNetworkOutcomeUnknown>()(
+  "CardNetworkOutcomeUnknown",
+  { reason: Schema.String }
+) {}
+
+// What the network says about a transfer id it was (maybe) asked to authorize: its final answer, still
+// undecided, or never received (nothing was charged).
+export type AuthorizationLookup =
+  | Authorization
+  | { readonly _tag: "Undecided" }
+  | { readonly _tag: "NotFound" }
+
+// Every call is bounded in time by the adapter itself, even when it runs in an uninterruptible region: the
+// core holds a reservation across `authorize` and must get an answer or a failure back.
 export interface CardNetworkShape {
-  readonly authorize: (request: AuthorizationRequest) => Effect.Effect<Authorization, CardNetworkUnavailable>
+  readonly authorize: (
+    request: AuthorizationRequest
+  ) => Effect.Effect<Authorization, CardNetworkUnavailable | CardNetworkOutcomeUnknown>
+  readonly lookup: (transferId: string) => Effect.Effect<AuthorizationLookup, CardNetworkUnavailable>
 }
 
 export class CardNetwork extends Context.Tag("CardNetwork")<CardNetwork, CardNetworkShape>() {}

@@ -19,6 +19,13 @@ export type RequestHash = typeof RequestHash.Type
 // may then take the key over (the reference keeps it from charging twice).
 export const IdempotencyLease = Duration.minutes(1)
 
+// Keys are kept this long from their first request, as Stripe keeps them; an older key is no key: a request
+// with it runs as a new one, and KeyPruner deletes it.
+export const IdempotencyKeyTtl = Duration.hours(24)
+
+export const keyExpired = (startedAt: DateTime.Utc, now: DateTime.Utc): boolean =>
+  DateTime.toEpochMillis(startedAt) + Duration.toMillis(IdempotencyKeyTtl) <= DateTime.toEpochMillis(now)
+
 // JSON with object keys sorted, so that equal values give equal text whatever order they were written in.
 export const canonicalJson = (value: unknown): string =>
   Array.isArray(value)
@@ -41,8 +48,9 @@ export const requestHash = (fingerprints: CardFingerprintsShape, request: Paymen
     fingerprints.of(Redacted.make(canonicalJson({ payment_transfer: encodeRequest(request) })))
   )
 
-// The lasting answer a key keeps, as domain facts: the transfer its first request made (approved or
-// declined), or the transfer that already held the reference. Replays are rendered again from these.
+// The lasting answer a key keeps, as domain facts: the transfer its first request made (approved, declined,
+// or `unknown` until reconciled: a replay shows its state then), or the transfer that already held the
+// reference. Replays are rendered again from these.
 export type KeptAnswer = Data.TaggedEnum<{
   TransferMade: { readonly transferId: TransferId }
   ReferenceTaken: { readonly existing: TransferId }
@@ -77,13 +85,14 @@ const started = IdempotencyStart.Started()
 const mismatch = IdempotencyStart.Mismatch()
 const inProgress = IdempotencyStart.InProgress()
 
-// What a request with `claim` does to the key's record (none yet: the key is new).
+// What a request with `claim` does to the key's record (none yet: the key is new). Started on a record that
+// exists means the store rewrites it whole: hash, request id, start time, no answer.
 export const decideStart = (
   record: KeyRecord | undefined,
   claim: KeyClaim,
   now: DateTime.Utc
 ): IdempotencyStart => {
-  if (record === undefined) return started
+  if (record === undefined || keyExpired(record.startedAt, now)) return started
   if (record.requestHash !== claim.requestHash) return mismatch
   if (record.answer !== undefined) {
     return IdempotencyStart.Replay({ answer: record.answer, requestId: record.requestId })

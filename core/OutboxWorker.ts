@@ -1,6 +1,7 @@
-import { DateTime, Duration, Effect, Option, Queue, Random, Schedule } from "effect"
-import { retryDelay, RetryPolicy } from "./Backoff.ts"
+import { Context, DateTime, Duration, Effect, Option, Queue, Random, Ref, Schedule } from "effect"
+import { RetryPolicy } from "./Backoff.ts"
 import { confirmationMail } from "./ConfirmationMail.ts"
+import { afterFailure, attemptsAllowed } from "./DestinationBackoff.ts"
 import { Mailer } from "./Mailer.ts"
 import { SiteSettings } from "./SiteSettings.ts"
 import { type OutboxEntry, SubscriptionStore } from "./SubscriptionStore.ts"
@@ -12,69 +13,144 @@ import { Tokens } from "./Tokens.ts"
 // (the batch is as large as the concurrency), so the lease only has to outlast one send, which the SMTP
 // adapter bounds at 25 s.
 export const Lease = Duration.seconds(60)
-const BatchSize = 4
+// Mails in flight to the SMTP server at once (MAIL_CONCURRENCY; the SMTP adapter's pool is as large). Under
+// load each mail's SMTP round trips wait their turn on a busy event loop, so mail throughput grows with what is
+// in flight, and takes the CPU the signups need: at 128 the outbox kept up with signups only because they
+// halved (docs/decisions/0027). 32 keeps the signups fast and lets the mail catch up after a burst.
+export const DefaultMailConcurrency = 32
+export class MailConcurrency extends Context.Reference<MailConcurrency>()("MailConcurrency", {
+  defaultValue: (): number => DefaultMailConcurrency
+}) {}
 const PollInterval = Duration.seconds(1)
+// Loops sharing the concurrency, so that one batch's sends overlap the others' claiming and marking.
+const Loops = 8
 
+type Outcome = "sent" | { readonly reason: string; readonly permanent: boolean }
+
+// The SMTP server is one destination: a temporary failure backs it off as a whole (core/DestinationBackoff.ts),
+// so while it is down one mail at a time probes it, and the first success resumes the whole backlog at full
+// concurrency. Each instance keeps its own view of the server; a row's own attempts only count towards
+// giving it up.
 export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker", {
   effect: Effect.gen(function*() {
     const store = yield* SubscriptionStore
     const mailer = yield* Mailer
     const tokens = yield* Tokens
     const site = yield* SiteSettings
+    const concurrency = yield* MailConcurrency
+    const loops = Math.min(Loops, concurrency)
     const wakeUps = yield* Queue.sliding<void>(1)
+    const destination = yield* Ref.make<{ readonly failingSince?: DateTime.Utc; readonly retryAt?: DateTime.Utc }>({})
 
-    const failed = (entry: OutboxEntry, reason: string, permanent: boolean) =>
+    // A claimed batch's tokens, issued and stored in one transaction (tokens at delivery: docs/decisions/0002),
+    // then its mails sent concurrently. A row whose subscription no longer awaits a mail counts as sent.
+    const sendAll = (due: ReadonlyArray<OutboxEntry>, concurrency: number): Effect.Effect<ReadonlyArray<Outcome>> =>
       Effect.gen(function*() {
-        const attempts = entry.attempts + 1
-        const giveUp = permanent || attempts >= RetryPolicy.maxAttempts
-        const delay = retryDelay(attempts, yield* Random.next)
-        const next = giveUp ? undefined : DateTime.addDuration(yield* DateTime.now, delay)
-        yield* store.markFailed(entry.id, next, reason)
-        yield* Effect.logWarning("confirmation mail not delivered", { outbox: entry.id, attempts, reason, giveUp })
+        if (due.length === 0) return []
+        const now = yield* DateTime.now
+        const issued = yield* Effect.forEach(
+          due,
+          () =>
+            Effect.map(Effect.all([tokens.issue, tokens.issue]), ([confirm, unsubscribe]) => ({
+              confirm,
+              unsubscribe,
+              hashes: {
+                confirm: { hash: tokens.hash(confirm), expiresAt: DateTime.addDuration(now, ConfirmTokenTtl) },
+                unsubscribe: { hash: tokens.hash(unsubscribe) }
+              }
+            }))
+        )
+        const prepared = yield* store.prepareConfirmations(
+          due.map((entry, i) => ({ entry, tokens: issued[i]!.hashes })),
+          now
+        )
+        const feeds = new Map<string, string>()
+        for (const subscription of prepared) {
+          if (Option.isNone(subscription) || feeds.has(subscription.value.feed)) continue
+          const feed = yield* store.findFeed(subscription.value.feed)
+          feeds.set(
+            subscription.value.feed,
+            Option.match(feed, { onNone: () => subscription.value.feed, onSome: (f) => f.title })
+          )
+        }
+        return yield* Effect.forEach(prepared, (subscription, i): Effect.Effect<Outcome> => {
+          if (Option.isNone(subscription)) return Effect.succeed("sent")
+          const mail = confirmationMail({
+            baseUrl: site.baseUrl,
+            subscription: subscription.value,
+            feedTitle: feeds.get(subscription.value.feed)!,
+            confirmToken: issued[i]!.confirm,
+            unsubscribeToken: issued[i]!.unsubscribe
+          })
+          return mailer.send(mail).pipe(
+            Effect.as("sent" as const),
+            Effect.catchAll((e) => Effect.succeed({ reason: e.reason, permanent: e.permanent }))
+          )
+        }, { concurrency })
       })
 
-    const deliver = (entry: OutboxEntry) =>
+    // One pass over what is due, `size` mails at most; answers how many rows it took. `probes`: whether this
+    // pass may probe a failing server (only one of the loops running at once does).
+    const pass = (size: number, probes: boolean) =>
       Effect.gen(function*() {
         const now = yield* DateTime.now
-        const confirmToken = yield* tokens.issue
-        const unsubscribeToken = yield* tokens.issue
-        const issued = {
-          confirm: { hash: tokens.hash(confirmToken), expiresAt: DateTime.addDuration(now, ConfirmTokenTtl) },
-          unsubscribe: { hash: tokens.hash(unsubscribeToken) }
-        }
-        const subscription = yield* store.prepareConfirmation(entry, issued, now)
-        if (Option.isNone(subscription)) return yield* store.markSent(entry.id, now)
-        const feed = yield* store.findFeed(subscription.value.feed)
-        const mail = confirmationMail({
-          baseUrl: site.baseUrl,
-          subscription: subscription.value,
-          feedTitle: Option.match(feed, { onNone: () => subscription.value.feed, onSome: (f) => f.title }),
-          confirmToken,
-          unsubscribeToken
-        })
-        yield* mailer.send(mail).pipe(
-          Effect.matchEffect({
-            onSuccess: () => Effect.flatMap(DateTime.now, (sentAt) => store.markSent(entry.id, sentAt)),
-            onFailure: (e) => failed(entry, e.reason, e.permanent)
-          })
-        )
+        const state = yield* Ref.get(destination)
+        if (state.retryAt !== undefined && DateTime.lessThan(now, state.retryAt)) return 0
+        if (state.failingSince !== undefined && !probes) return 0
+        const limit = attemptsAllowed(state.failingSince !== undefined, size)
+        const due = yield* store.claimDue(now, DateTime.addDuration(now, Lease), limit)
+        const outcomes = yield* sendAll(due, limit)
+        const done = yield* DateTime.now
+        const temporary = outcomes.some((o) => o !== "sent" && !o.permanent)
+        const failure = temporary && !outcomes.includes("sent")
+          ? afterFailure(state.failingSince, done, yield* Random.next)
+          : undefined
+        yield* Ref.set(destination, failure ?? {})
+        // The sent rows in one transaction; each failed one in its own (rare: the server is mostly up or down).
+        yield* store.markSentAll(due.filter((_, i) => outcomes[i] === "sent").map((entry) => entry.id), done)
+        yield* Effect.forEach(due, (entry, i) => {
+          const outcome = outcomes[i]!
+          if (outcome === "sent") return Effect.void
+          const attempts = entry.attempts + 1
+          const giveUp = outcome.permanent || attempts >= RetryPolicy.maxAttempts
+          // A row that failed while the server worked is retried with the next pass; otherwise with the server.
+          const next = giveUp ? undefined : failure?.retryAt ?? done
+          return store.markFailed(entry.id, next, outcome.reason).pipe(
+            Effect.zipRight(
+              Effect.logWarning("confirmation mail not delivered", {
+                outbox: entry.id,
+                attempts,
+                reason: outcome.reason,
+                giveUp
+              })
+            )
+          )
+        }, { discard: true })
+        return due.length
       })
 
-    // One pass over what is due; answers how many rows it took.
-    const deliverDue = Effect.gen(function*() {
-      const now = yield* DateTime.now
-      const due = yield* store.claimDue(now, DateTime.addDuration(now, Lease), BatchSize)
-      yield* Effect.forEach(due, deliver, { concurrency: BatchSize, discard: true })
-      return due.length
-    })
+    const deliverDue = pass(concurrency, true)
 
     const waitForWork = Effect.raceFirst(Queue.take(wakeUps), Effect.sleep(PollInterval))
 
-    const run = deliverDue.pipe(
-      Effect.flatMap((taken) => (taken === BatchSize ? Effect.void : waitForWork)),
-      Effect.catchAllCause((cause) => Effect.logError("outbox pass failed", cause)),
-      Effect.repeat(Schedule.forever),
-      Effect.asVoid
+    // Straight on while there is work and the server answers; else wait for a signup, the poll, or the backoff.
+    // Loops of a share of the concurrency each, so that one batch's sends overlap the others' claiming and
+    // marking (three commits a batch, each waiting for a group commit under load). Only the first probes a
+    // failing server; the others resume with the next poll once it answers.
+    const loop = (probes: boolean) =>
+      pass(Math.floor(concurrency / loops), probes).pipe(
+        Effect.flatMap((taken) =>
+          Effect.flatMap(Ref.get(destination), (state) =>
+            taken > 0 && state.failingSince === undefined ? Effect.void : waitForWork)
+        ),
+        Effect.catchAllCause((cause) =>
+          Effect.logError("outbox pass failed", cause)
+        ),
+        Effect.repeat(Schedule.forever),
+        Effect.asVoid
+      )
+    const run = Effect.asVoid(
+      Effect.all(Array.from({ length: loops }, (_, i) => loop(i === 0)), { concurrency: "unbounded" })
     )
 
     return { deliverDue, run, wake: Queue.offer(wakeUps, undefined).pipe(Effect.asVoid) } as const

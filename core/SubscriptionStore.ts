@@ -2,7 +2,7 @@ import { Context, type DateTime, type Effect, type Option } from "effect"
 import type { Email } from "./Email.ts"
 import type { InvalidToken } from "./Errors.ts"
 import type { Feed, FeedName } from "./Feed.ts"
-import type { Event, SubscriberName, Subscription, SubscriptionId } from "./Subscription.ts"
+import type { Event, SubscriberName, Subscription, SubscriptionId, SubscriptionStatus } from "./Subscription.ts"
 import type { TokenHash, TokenPurpose } from "./Token.ts"
 
 export interface OutboxEntry {
@@ -14,6 +14,14 @@ export interface OutboxEntry {
 export interface IssuedTokens {
   readonly confirm: { readonly hash: TokenHash; readonly expiresAt: DateTime.Utc }
   readonly unsubscribe: { readonly hash: TokenHash }
+}
+
+// A page of subscriptions in id order: those after `startingAfter`, of `feed` and `status` when given.
+export interface SubscriptionQuery {
+  readonly feed?: FeedName | undefined
+  readonly status?: SubscriptionStatus | undefined
+  readonly startingAfter?: SubscriptionId | undefined
+  readonly limit: number
 }
 
 // Storage for subscriptions, their tokens and the mail outbox. Every method is one transaction: the adapter
@@ -53,14 +61,20 @@ export interface SubscriptionStoreShape {
     leaseUntil: DateTime.Utc,
     limit: number
   ) => Effect.Effect<ReadonlyArray<OutboxEntry>>
-  // Stores the hashes of the tokens a confirmation mail will carry, if its subscription still awaits one.
-  readonly prepareConfirmation: (
-    entry: OutboxEntry,
-    tokens: IssuedTokens,
-    now: DateTime.Utc
-  ) => Effect.Effect<Option.Option<Subscription>>
-  readonly markSent: (id: number, now: DateTime.Utc) => Effect.Effect<void>
   readonly markFailed: (id: number, nextAttemptAt: DateTime.Utc | undefined, reason: string) => Effect.Effect<void>
+  readonly listSubscriptions: (query: SubscriptionQuery) => Effect.Effect<ReadonlyArray<Subscription>>
+  // Deletes up to `limit` subscriptions still pending whose last signup was before `before`, with their tokens
+  // and outbox rows; answers how many it deleted.
+  readonly purgePending: (before: DateTime.Utc, limit: number) => Effect.Effect<number>
+  // Stores the hashes of the tokens each confirmation mail of a claimed batch will carry, for the entries whose
+  // subscription still awaits one, in one transaction; the answers (none: no mail to send) are in the batch's
+  // order.
+  readonly prepareConfirmations: (
+    batch: ReadonlyArray<{ readonly entry: OutboxEntry; readonly tokens: IssuedTokens }>,
+    now: DateTime.Utc
+  ) => Effect.Effect<ReadonlyArray<Option.Option<Subscription>>>
+  // Marks rows sent, in one transaction.
+  readonly markSentAll: (ids: ReadonlyArray<number>, now: DateTime.Utc) => Effect.Effect<void>
 }
 
 export class SubscriptionStore extends Context.Tag("SubscriptionStore")<SubscriptionStore, SubscriptionStoreShape>() {}

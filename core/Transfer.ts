@@ -1,4 +1,4 @@
-import { type DateTime, Redacted, Schema } from "effect"
+import { DateTime, Duration, Redacted, Schema } from "effect"
 import { AuthenticationValue, brandOf, CardBrand, holdsCardData, SenderAccountUri } from "./Card.ts"
 import { type Authorization, CardErrorCode } from "./CardNetwork.ts"
 import { CurrencyCode } from "./Currency.ts"
@@ -73,8 +73,10 @@ export const PaymentTransferRequest = Schema.Struct({
 export type PaymentTransferRequest = typeof PaymentTransferRequest.Type
 
 // `pending` while the card network is being asked: the reference is taken before the card is charged, so
-// concurrent requests with one reference cannot charge the card twice.
-export const TransferStatus = Schema.Literal("pending", "approved", "declined")
+// concurrent requests with one reference cannot charge the card twice. `unknown` when the network was asked
+// and its answer did not come back (or the process died while asking): the reconciler asks again until the
+// transfer is approved or declined (docs/unknown-outcomes.md).
+export const TransferStatus = Schema.Literal("pending", "unknown", "approved", "declined")
 export type TransferStatus = typeof TransferStatus.Type
 
 export class Transfer extends Schema.Class<Transfer>("Transfer")({
@@ -104,8 +106,22 @@ export class Transfer extends Schema.Class<Transfer>("Transfer")({
   }),
   failure: Schema.optional(Schema.Struct({ code: CardErrorCode, decline_code: Schema.optional(Schema.String) })),
   authorizationCode: Schema.optional(Schema.String),
-  createdAt: Schema.DateTimeUtcFromSelf
+  createdAt: Schema.DateTimeUtcFromSelf,
+  // The keyed hash of the request that made it (core/Idempotency.ts's requestHash): a retry of that request
+  // is recognised by it, with or without its Idempotency-Key.
+  requestHash: Schema.optional(Schema.String),
+  // Set when the reconciler, not the request, settled it: the request never got its final answer.
+  reconciledAt: Schema.optional(Schema.DateTimeUtcFromSelf)
 }) {}
+
+// Its request never got a final answer: the outcome is `unknown`, or was settled by the reconciler, or the
+// transfer is still `pending` past the lease in which its request would have settled it (the request died).
+// A retry of that request (the same hash) gets this transfer's state, not a conflict with its reservation.
+// A `pending` one within the lease belongs to a request still running: a retry meets its reference, as before.
+export const awaitsAnswer = (t: Transfer, now: DateTime.Utc, pendingLease: Duration.Duration): boolean =>
+  t.status === "unknown" || t.reconciledAt !== undefined ||
+  (t.status === "pending" &&
+    DateTime.toEpochMillis(t.createdAt) + Duration.toMillis(pendingLease) <= DateTime.toEpochMillis(now))
 
 export class InvalidTransfer extends Schema.TaggedError<InvalidTransfer>()("InvalidTransfer", {
   param: Schema.String,
@@ -126,7 +142,8 @@ export const pendingTransfer = (
   request: PaymentTransferRequest,
   amount: bigint,
   fingerprint: string,
-  now: DateTime.Utc
+  now: DateTime.Utc,
+  requestHash?: string
 ) => {
   const pan = Redacted.value(request.sender_account_uri.pan)
   return new Transfer(
@@ -148,7 +165,8 @@ export const pendingTransfer = (
         }
       },
       recipient: request.recipient,
-      createdAt: now
+      createdAt: now,
+      ...(requestHash === undefined ? {} : { requestHash })
     }),
     true
   )
@@ -167,4 +185,19 @@ export const settled = (pending: Transfer, authorization: Authorization) =>
         }
       }
       : { authorizationCode: authorization.authorizationCode })
+  }, true)
+
+// The reserved transfer once the network's answer was lost.
+export const outcomeUnknown = (pending: Transfer) => new Transfer({ ...pending, status: "unknown" }, true)
+
+// An unsettled transfer with what the network said when asked again. NotFound: the network never got the
+// request, so nothing was charged; the transfer is declined as a processing error.
+export const reconciled = (
+  t: Transfer,
+  answer: Authorization | { readonly _tag: "NotFound" },
+  now: DateTime.Utc
+) =>
+  new Transfer({
+    ...settled(t, answer._tag === "NotFound" ? { _tag: "Declined", code: "processing_error" } : answer),
+    reconciledAt: now
   }, true)

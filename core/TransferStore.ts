@@ -29,7 +29,10 @@ export interface TransferStoreShape {
   // Takes the reference with a `pending` transfer before the card network is asked. A DuplicateReference
   // leaves a started key started: the caller keeps the answer it decides on.
   readonly reserve: (transfer: Transfer, claim?: KeyClaim) => Effect.Effect<IdempotencyStart, DuplicateReference>
-  // Turns a reserved transfer into its outcome and, with a key, keeps it as the key's answer.
+  // Turns a reserved (`pending`) or `unknown` transfer into its new state (`unknown`, approved or declined)
+  // and keeps it as the answer of `key`; without a key, as that of every unanswered key of its client with the
+  // transfer's request hash (a request that died before it could). A final transfer is left as it is. The one
+  // path by which an outcome is written, for requests and for the reconciler alike.
   readonly settle: (transfer: Transfer, key?: IdempotencyKey) => Effect.Effect<void>
   // Gives a reservation up when the network could not be asked: no transfer was made.
   readonly cancel: (transfer: Transfer) => Effect.Effect<void>
@@ -44,6 +47,25 @@ export interface TransferStoreShape {
     query: { readonly reference?: Reference; readonly limit: number; readonly startingAfter?: TransferId }
   ) => Effect.Effect<{ readonly data: ReadonlyArray<Transfer>; readonly hasMore: boolean }>
   readonly balance: (client: ClientId) => Effect.Effect<ReadonlyArray<Balance>>
+  // Leases up to `limit` transfers to reconcile until `leaseUntil`: `unknown` ones, and `pending` ones created
+  // at or before `pendingBefore` (their request died), each only when its previous lease or wait is over.
+  // Concurrent callers (other instances) never get the same transfer while its lease runs.
+  readonly claimUnsettled: (
+    now: DateTime.Utc,
+    pendingBefore: DateTime.Utc,
+    leaseUntil: DateTime.Utc,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<Unsettled>>
+  // The network had no final answer yet: ask again at `next`.
+  readonly reconcileLater: (id: TransferId, attempts: number, next: DateTime.Utc) => Effect.Effect<void>
+  // Deletes up to `limit` idempotency keys started before `before`; answers how many it deleted.
+  readonly pruneKeys: (before: DateTime.Utc, limit: number) => Effect.Effect<number>
+}
+
+export interface Unsettled {
+  readonly transfer: Transfer
+  // How often the network has been asked about it so far.
+  readonly attempts: number
 }
 
 export class TransferStore extends Context.Tag("TransferStore")<TransferStore, TransferStoreShape>() {}

@@ -1,7 +1,12 @@
-import { Data, DateTime, Effect, Either, Option, Random, Redacted } from "effect"
+import { Data, DateTime, Effect, Either, Fiber, Option, Random, Redacted } from "effect"
 import { isExpired, luhn } from "./Card.ts"
 import { CardFingerprints } from "./CardFingerprints.ts"
-import { type Authorization, CardNetwork, type CardNetworkUnavailable } from "./CardNetwork.ts"
+import {
+  type Authorization,
+  type AuthorizationRequest,
+  CardNetwork,
+  type CardNetworkUnavailable
+} from "./CardNetwork.ts"
 import {
   type IdempotencyKey,
   IdempotencyKeyInUse,
@@ -12,10 +17,13 @@ import {
   requestHash
 } from "./Idempotency.ts"
 import { parseAmount } from "./Money.ts"
+import { ReconcileSettings } from "./ReconcileSettings.ts"
 import {
+  awaitsAnswer,
   type ClientId,
   type DuplicateReference,
   InvalidTransfer,
+  outcomeUnknown,
   type PaymentTransferRequest,
   pendingTransfer,
   settled,
@@ -42,8 +50,8 @@ export const randomId = (prefix: string) =>
     }
   )
 
-// The lasting answer to a request for a transfer: the transfer made (approved or declined), or the one that
-// already holds the reference. The same for the first request and for its replays.
+// The lasting answer to a request for a transfer: the transfer made (approved, declined, or `unknown` until
+// reconciled), or the one that already holds the reference. The same for the first request and its replays.
 export type Answer = Data.TaggedEnum<{
   Made: { readonly transfer: Transfer }
   ReferenceTaken: { readonly existing: TransferId }
@@ -62,6 +70,9 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
     const store = yield* TransferStore
     const network = yield* CardNetwork
     const fingerprints = yield* CardFingerprints
+    const { pendingLease } = yield* ReconcileSettings
+    const authorizeApart = (request: AuthorizationRequest) =>
+      Effect.flatMap(Effect.forkDaemon(network.authorize(request)), Fiber.join)
 
     // Card checks in the documented order: format (already done by the decoder), Luhn, expiry; the network
     // comes last, only for cards that pass these.
@@ -78,12 +89,12 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
         if (Either.isLeft(amount)) {
           return yield* new InvalidTransfer({ param: "payment_transfer.amount", message: amount.left })
         }
-        const claim: KeyClaim | undefined = key === undefined
-          ? undefined
-          : { key, requestHash: requestHash(fingerprints, request), requestId }
+        // Every request's hash is kept with its transfer: a retry of it is recognised, with or without a key.
+        const hash = requestHash(fingerprints, request)
+        const claim: KeyClaim | undefined = key === undefined ? undefined : { key, requestHash: hash, requestId }
         const id = TransferId.make(yield* randomId("tr_"))
         const fingerprint = fingerprints.of(request.sender_account_uri.pan)
-        const pending = pendingTransfer(client, id, request, amount.right, fingerprint, yield* DateTime.now)
+        const pending = pendingTransfer(client, id, request, amount.right, fingerprint, yield* DateTime.now, hash)
         const first = (answer: Answer): Submitted => ({ answer, requestId, replayed: false })
         // Anything but Started is answered from the key: the transfer was not written.
         const unlessStarted = (
@@ -102,12 +113,25 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
               return Effect.fail(new IdempotencyKeyInUse())
           }
         }
-        // A taken reference is a lasting answer: a retry with the key gets the same conflict.
+        // A taken reference is a lasting answer: a retry with the key gets the same conflict. Unless the holder
+        // is this very request, retried after its answer was lost (a time-out, a crash): then the answer is that
+        // transfer's state, `unknown` until it is reconciled, never a conflict with its own reservation.
         const taken = ({ existing }: DuplicateReference) =>
-          Effect.as(
-            claim === undefined ? Effect.void : store.keep(client, claim.key, KeptAnswer.ReferenceTaken({ existing })),
-            first(Answer.ReferenceTaken({ existing }))
-          )
+          Effect.gen(function*() {
+            const holder = yield* store.get(client, existing)
+            const now = yield* DateTime.now
+            const own = Option.isSome(holder) && holder.value.requestHash === hash &&
+              awaitsAnswer(holder.value, now, pendingLease)
+            const kept = own
+              ? KeptAnswer.TransferMade({ transferId: existing })
+              : KeptAnswer.ReferenceTaken({ existing })
+            if (claim !== undefined) yield* store.keep(client, claim.key, kept)
+            return first(
+              own ? Answer.Made({ transfer: Option.getOrThrow(holder) }) : Answer.ReferenceTaken({ existing })
+            )
+          })
+        const answered = (transfer: Transfer) =>
+          Effect.as(store.settle(transfer, key), first(Answer.Made({ transfer })))
         const local = checkLocally(request, pending.createdAt)
         const declined = local === undefined ? undefined : settled(pending, local)
         const submitted = declined !== undefined
@@ -120,7 +144,9 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
             Effect.flatMap((start) =>
               unlessStarted(
                 start,
-                network.authorize({
+                // On a fiber of its own, joined: a client hanging up interrupts this request's fiber, and that
+                // would reach a call made on it (the call is interruptible, so its own time-out can end it).
+                authorizeApart({
                   transferId: pending.id,
                   pan: request.sender_account_uri.pan,
                   expiry: request.sender_account_uri.expiry,
@@ -130,15 +156,26 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
                   currency: request.currency,
                   merchantId: request.recipient.merchant_id
                 }).pipe(
-                  Effect.tapError(() => store.cancel(pending)),
-                  Effect.flatMap((authorization) => {
-                    const transfer = settled(pending, authorization)
-                    return Effect.as(store.settle(transfer, key), first(Answer.Made({ transfer })))
+                  Effect.matchEffect({
+                    onSuccess: (authorization) => answered(settled(pending, authorization)),
+                    // Sent, and no answer came back: the card may be charged. Recorded as `unknown` (the
+                    // reconciler asks the network again), answered 202.
+                    onFailure: (error) =>
+                      error._tag === "CardNetworkOutcomeUnknown"
+                        ? Effect.zipRight(
+                          Effect.logWarning("card network outcome unknown", {
+                            transfer: pending.id,
+                            reason: error.reason
+                          }),
+                          answered(outcomeUnknown(pending))
+                        )
+                        : Effect.zipRight(store.cancel(pending), Effect.fail(error))
                   })
                 )
               )
             ),
-            // A client that hangs up must not leave a charge without its record.
+            // A client that hangs up must not leave a charge without its record. The card network bounds its
+            // own calls (core/CardNetwork.ts), so this region always ends.
             Effect.uninterruptible
           )
         return yield* Effect.catchTag(submitted, "DuplicateReference", taken)

@@ -6,24 +6,35 @@
 // PostgreSQL (PGHOST/PGPORT, default 127.0.0.1:5432, user postgres, trust auth) is optional on a laptop:
 // without it those suites are skipped with a line saying so. With CI=true it is required.
 import { spawnSync } from "node:child_process"
-import { readdirSync } from "node:fs"
+import { existsSync, readdirSync } from "node:fs"
 import { createConnection } from "node:net"
 
 const coreFiles = readdirSync("core").filter((f) => f.endsWith(".ts")).map((f) => `core/${f}`)
 
 const pgHost = process.env.PGHOST ?? "127.0.0.1"
 const pgPort = Number(process.env.PGPORT ?? 5432)
-const postgresUp = await new Promise((resolve) => {
-  const socket = createConnection({ host: pgHost, port: pgPort, timeout: 2000 })
-  socket.once("connect", () => (socket.destroy(), resolve(true)))
-  socket.once("error", () => resolve(false))
-  socket.once("timeout", () => (socket.destroy(), resolve(false)))
-})
+const reachable = (host, port, timeout) =>
+  new Promise((resolve) => {
+    const socket = createConnection({ host, port, timeout })
+    socket.once("connect", () => (socket.destroy(), resolve(true)))
+    socket.once("error", () => resolve(false))
+    socket.once("timeout", () => (socket.destroy(), resolve(false)))
+  })
+const postgresUp = await reachable(pgHost, pgPort, 2000)
 if (!postgresUp && process.env.CI === "true") {
   console.error(`=== CI=true but no PostgreSQL answers at ${pgHost}:${pgPort}: the PostgreSQL suites cannot run.`)
   process.exit(1)
 }
+// Redis (REDIS_URL, default 127.0.0.1:6379) holds the shared rate limits in one scale-out case: optional on a
+// laptop (that case is skipped, and said below), required with CI=true (the case then runs and fails).
+const redis = new URL(process.env.REDIS_URL ?? "redis://127.0.0.1:6379")
+const redisHost = redis.hostname
+const redisPort = Number(redis.port || 6379)
 const pgEnv = { POSTGRES_TESTS: postgresUp ? "on" : "off" }
+// The browser suites (test/browser) drive Debian's Chromium; without it they skip (and say so below), unless
+// CI=true: then they fail (.ci/run installs it).
+const chromium = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
+const chromiumMissing = !existsSync(chromium) && process.env.CI !== "true"
 // The black-box suites start the app's bundle (dist/, `npm run build`): built once by the step below, so the
 // vitest runs skip their own build (test/support/globalSetup.ts).
 const built = { PAYSUB_BUNDLE_BUILT: "1" }
@@ -44,7 +55,7 @@ const steps = [
     "test/core",
     "test/storage/NodeSqliteStore.test.ts"
   ], {}],
-  ["black-box suites on the Deno app", "vitest", ["run", "test/http", "test/reliability"], {
+  ["black-box suites on the Deno app", "vitest", ["run", "test/http", "test/reliability", "test/browser"], {
     ...built,
     APP_RUNTIME: "deno"
   }],
@@ -70,5 +81,11 @@ if (!postgresUp) {
   console.log(
     `\n=== SKIPPED: the PostgreSQL suites (storage contracts, black-box suites, scale-out): no server at ${pgHost}:${pgPort}`
   )
+}
+if (postgresUp && !(await reachable(redisHost, redisPort, 1000))) {
+  console.log(`\n=== SKIPPED: the shared rate limits in Redis (scale-out): no Redis at ${redisHost}:${redisPort}`)
+}
+if (chromiumMissing) {
+  console.log(`\n=== SKIPPED: the browser suites (test/browser): no Chromium at ${chromium} (apt-get install chromium)`)
 }
 console.log("\n=== all steps passed")

@@ -4,9 +4,11 @@
 import { Effect, Layer, Option, Redacted } from "effect"
 import {
   type Authorization,
+  type AuthorizationLookup,
   type AuthorizationRequest,
   type CardErrorCode,
   CardNetwork,
+  CardNetworkOutcomeUnknown,
   type CardNetworkShape
 } from "../../core/CardNetwork.ts"
 
@@ -65,17 +67,50 @@ export const sandboxAuthorizationCode = (transferId: string): string => {
   return `SBX${String(hash % 1000).padStart(3, "0")}`
 }
 
-const authorize = (request: AuthorizationRequest): Effect.Effect<Authorization> =>
-  Effect.sync(() => {
-    const outcome = sandboxDecision(Redacted.value(request.pan), Option.isSome(request.authenticationValue))
-    return outcome._tag === "Approved"
-      ? { _tag: "Approved", authorizationCode: sandboxAuthorizationCode(request.transferId) }
-      : outcome
-  })
+// Cards whose first answer is a time-out (the outcome is unknown: the service answers 202 and records the
+// transfer as `unknown`), and whose outcome the reconciler then learns by asking again. The sandbox keeps
+// these outcomes in memory: after a restart it knows none, and such a transfer reconciles as never received
+// (declined, processing_error), as does a transfer whose request died before the sandbox answered it.
+export const sandboxTimeoutCards: ReadonlyArray<SandboxCard> = [
+  { pan: "4000000000000903", description: "time-out, then reconciled as approved", outcome: approved },
+  {
+    pan: "4000000000000911",
+    description: "time-out, then reconciled as declined",
+    outcome: declined("card_declined", "generic_decline")
+  }
+]
+const timesOut: ReadonlyMap<string, SandboxCard> = new Map(sandboxTimeoutCards.map((card) => [card.pan, card]))
 
-const layer: Layer.Layer<CardNetwork> = Layer.succeed(
-  CardNetwork,
-  CardNetwork.of({ authorize } satisfies CardNetworkShape)
-)
+const answerOf = (outcome: SandboxOutcome, transferId: string): Authorization =>
+  outcome._tag === "Approved" ? { _tag: "Approved", authorizationCode: sandboxAuthorizationCode(transferId) } : outcome
+
+const authorize = (request: AuthorizationRequest): Effect.Effect<Authorization> =>
+  Effect.sync(() =>
+    answerOf(
+      sandboxDecision(Redacted.value(request.pan), Option.isSome(request.authenticationValue)),
+      request.transferId
+    )
+  )
+
+const make = Effect.sync((): CardNetworkShape => {
+  const unanswered = new Map<string, SandboxOutcome>()
+  return {
+    authorize: (request) => {
+      const card = timesOut.get(Redacted.value(request.pan))
+      if (card === undefined) return authorize(request)
+      return Effect.suspend(() => {
+        unanswered.set(request.transferId, card.outcome)
+        return new CardNetworkOutcomeUnknown({ reason: "sandbox test card: the first answer is a time-out" })
+      })
+    },
+    lookup: (transferId) =>
+      Effect.sync((): AuthorizationLookup => {
+        const outcome = unanswered.get(transferId)
+        return outcome === undefined ? { _tag: "NotFound" } : answerOf(outcome, transferId)
+      })
+  }
+})
+
+const layer: Layer.Layer<CardNetwork> = Layer.effect(CardNetwork, make)
 
 export const SandboxCardNetwork = { layer, authorize } as const

@@ -1,9 +1,11 @@
-// Mailer over SMTP with nodemailer. One connection per mail (no pool): confirmation mails are few, and a
-// fresh connection never trips over a half-dead pooled one.
+// Mailer over SMTP with nodemailer, on a pool of up to 128 connections (the outbox worker's concurrency): a
+// connection per mail could not keep up with signups under load (docs/decisions/0027). A pooled connection that
+// turns out dead fails its mail as a temporary failure, which the outbox retries.
 import { Config, type ConfigError, Duration, Effect, Layer, Redacted } from "effect"
 import nodemailer from "nodemailer"
 import { MailDeliveryFailed } from "../../core/Errors.ts"
 import { type Mail, Mailer, type MailerShape } from "../../core/Mailer.ts"
+import { DefaultMailConcurrency } from "../../core/OutboxWorker.ts"
 
 export interface SmtpMailerOptions {
   // smtp://user:pass@host:port or smtps://... (query parameters such as ?requireTLS=true go to nodemailer).
@@ -12,6 +14,8 @@ export interface SmtpMailerOptions {
   readonly from: string
   // Upper bound for one send, connection included. Defaults to SendTimeout.
   readonly timeout?: Duration.DurationInput
+  // Connections kept to the server: as many as the outbox has mails in flight (MAIL_CONCURRENCY).
+  readonly maxConnections?: number
 }
 
 // Each wait of the SMTP conversation (TCP connect, greeting, any reply) gives up after this: a server
@@ -114,6 +118,9 @@ export const make = (options: SmtpMailerOptions) =>
             greetingTimeout: waitMs,
             socketTimeout: waitMs,
             dnsTimeout: waitMs,
+            pool: true,
+            maxConnections: options.maxConnections ?? DefaultMailConcurrency,
+            maxMessages: 1000,
             logger: false
           }),
         catch: (err) => new Error(`could not create the SMTP transport: ${scrub(describeFailure(err).reason)}`)
@@ -163,10 +170,17 @@ export const make = (options: SmtpMailerOptions) =>
 
 const layer = (options: SmtpMailerOptions): Layer.Layer<Mailer> => Layer.scoped(Mailer, make(options))
 
-// SMTP_URL (secret) and MAIL_FROM from the environment.
+// Mails in flight at once, and so connections to the server (core/OutboxWorker.ts).
+export const mailConcurrencyConfig = Config.integer("MAIL_CONCURRENCY").pipe(
+  Config.validate({ message: "MAIL_CONCURRENCY must be at least 1", validation: (n) => n >= 1 }),
+  Config.withDefault(DefaultMailConcurrency)
+)
+
+// SMTP_URL (secret), MAIL_FROM and MAIL_CONCURRENCY from the environment.
 const config = Config.all({
   url: Config.redacted("SMTP_URL"),
-  from: Config.string("MAIL_FROM").pipe(Config.withDefault(DefaultFrom))
+  from: Config.string("MAIL_FROM").pipe(Config.withDefault(DefaultFrom)),
+  maxConnections: mailConcurrencyConfig
 })
 
 const layerConfig: Layer.Layer<Mailer, ConfigError.ConfigError> = Layer.unwrapEffect(

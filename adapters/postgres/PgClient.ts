@@ -1,7 +1,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
-import { Context, Duration, Effect, Exit, Layer, Redacted } from "effect"
+import { Context, Duration, Effect, Exit, FiberRef, Layer, Redacted } from "effect"
 import { makePool, type PgPool, type PoolClient, type QueryCallback, type QueryConfig } from "./PgDriver.ts"
 
 // PostgreSQL: one pg Pool, shared by @effect/sql-pg (migrations, readiness, the statements that are not on a
@@ -56,7 +56,15 @@ const simple = (client: PoolClient, text: string) =>
     client.query(text, (err) => resume(err ? Effect.fail(failed(err)) : Effect.void))
   })
 
-const makeDirect = (pool: PgPool): PgDirectShape => {
+// With a tracer on, each statement (its text: values are never in it) and each transaction is a span.
+const traced = (query: PgQuery): PgQuery => (statement, values) =>
+  Effect.withSpan(query(statement, values), `sql ${statement.name}`, {
+    kind: "client",
+    attributes: { "db.system.name": "postgresql", "db.query.text": statement.text }
+  })
+
+const makeDirect = (pool: PgPool, tracing: boolean): PgDirectShape => {
+  const on = tracing ? (target: Queryable) => traced(queryOn(target)) : queryOn
   const connect = Effect.async<PoolClient, SqlError>((resume) => {
     pool.connect((err, client) =>
       resume(
@@ -67,14 +75,14 @@ const makeDirect = (pool: PgPool): PgDirectShape => {
     )
   })
   return {
-    query: queryOn(pool),
-    transaction: (work) =>
-      Effect.acquireUseRelease(
+    query: on(pool),
+    transaction: (work) => {
+      const run = Effect.acquireUseRelease(
         connect,
         (client) =>
           Effect.gen(function*() {
             yield* simple(client, "BEGIN")
-            const result = yield* work(queryOn(client))
+            const result = yield* work(on(client))
             yield* simple(client, "COMMIT")
             return result
           }),
@@ -84,6 +92,10 @@ const makeDirect = (pool: PgPool): PgDirectShape => {
             Effect.match({ onFailure: () => client.release(true), onSuccess: () => client.release() })
           )
       )
+      return tracing
+        ? Effect.withSpan(run, "sql transaction", { kind: "client", attributes: { "db.system.name": "postgresql" } })
+        : run
+    }
   }
 }
 
@@ -123,7 +135,7 @@ export const layer = (url: Redacted.Redacted<string>) => {
       Layer.unwrapScoped(Effect.map(pool, (pool) =>
         Layer.merge(
           PgClient.layerFromPool({ acquire: Effect.succeed(pool), applicationName: "paysub" }),
-          Layer.succeed(PgDirect, makeDirect(pool))
+          Layer.effect(PgDirect, Effect.map(FiberRef.get(FiberRef.currentTracerEnabled), (on) => makeDirect(pool, on)))
         )))
     )
   )

@@ -3,6 +3,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { DateTime, Effect, Layer, Option } from "effect"
 import { normalizeEmail } from "../../core/Email.ts"
 import { InvalidToken } from "../../core/Errors.ts"
+import { EventViews } from "../../core/EventViews.ts"
 import type { FeedName } from "../../core/Feed.ts"
 import {
   decideSubscribe,
@@ -14,7 +15,9 @@ import {
 } from "../../core/Subscription.ts"
 import { SubscriptionStore, type SubscriptionStoreShape } from "../../core/SubscriptionStore.ts"
 import { isUsable } from "../../core/Token.ts"
+import { AdminOwner } from "../../core/Webhooks.ts"
 import { millisOf } from "../sql/Dialect.ts"
+import { newEvent, pgEventStatement, pgEventValues } from "../sql/EventRows.ts"
 import { FeedColumns, feedOf, SubscriptionColumns, subscriptionOf } from "../sql/SubscriptionRows.ts"
 import { PgDirect, type PgQuery, statement } from "./PgClient.ts"
 
@@ -68,9 +71,26 @@ const queueMail = statement(
   `INSERT INTO mail_outbox (kind, subscription_id, created_at, next_attempt_at) VALUES ('confirmation', $1, $2, $2)`
 )
 
+// A claimed batch of confirmation mails: the subscriptions still pending, the token hashes of them all in one
+// INSERT (arrays unnested), the sent rows in one UPDATE.
+const pendingSubscriptions = statement(
+  "pending_subscriptions",
+  `SELECT ${SubscriptionColumns} FROM subscriptions WHERE id = ANY($1::bigint[]) AND status = 'pending'`
+)
+const insertTokenRows = statement(
+  "insert_token_rows",
+  `INSERT INTO subscription_tokens (hash, subscription_id, purpose, created_at, expires_at)
+   SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::timestamptz[], $5::timestamptz[])`
+)
+const markSentRows = statement(
+  "mark_sent_rows",
+  `UPDATE mail_outbox SET sent_at = $2, next_attempt_at = NULL, last_error = NULL WHERE id = ANY($1::bigint[])`
+)
+
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient
   const direct = yield* PgDirect
+  const views = yield* EventViews
   const forUpdate = sql.literal("FOR UPDATE")
   const subscriptionColumns = sql.literal(SubscriptionColumns)
 
@@ -213,7 +233,14 @@ export const make = Effect.gen(function*() {
       }
       const rows = yield* sql`UPDATE subscriptions SET status = ${next}, updated_at = ${ms(now)}
         WHERE id = ${token.subscription_id} RETURNING ${subscriptionColumns}`
-      return subscriptionOf(rows[0])
+      const subscription = subscriptionOf(rows[0])
+      // The one place this store records a subscription's event: in the transaction that changed it.
+      if (next !== current.status) {
+        const type = next === "active" ? "subscription.confirmed" : "subscription.unsubscribed"
+        const event = newEvent(type, AdminOwner, views.subscription(subscription), millis(now))
+        yield* sql.unsafe(pgEventStatement, pgEventValues(event))
+      }
+      return subscription
     }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
 
   const claimDue: SubscriptionStoreShape["claimDue"] = (now, leaseUntil, limit) =>
@@ -234,25 +261,61 @@ export const make = Effect.gen(function*() {
       }))
     }).pipe(sql.withTransaction, orDie)
 
-  const prepareConfirmation: SubscriptionStoreShape["prepareConfirmation"] = (entry, tokens, now) =>
-    Effect.gen(function*() {
-      const subscription = yield* get(entry.subscriptionId)
-      if (Option.isNone(subscription) || subscription.value.status !== "pending") return Option.none()
-      yield* sql`INSERT INTO subscription_tokens (hash, subscription_id, purpose, created_at, expires_at)
-        VALUES (${tokens.confirm.hash}, ${entry.subscriptionId}, 'confirm', ${ms(now)}, ${
-        ms(tokens.confirm.expiresAt)
-      }),
-               (${tokens.unsubscribe.hash}, ${entry.subscriptionId}, 'unsubscribe', ${ms(now)}, NULL)`
-      return subscription
-    }).pipe(sql.withTransaction, orDie)
-
-  const markSent: SubscriptionStoreShape["markSent"] = (id, now) =>
-    orDie(sql`UPDATE mail_outbox SET sent_at = ${ms(now)}, next_attempt_at = NULL, last_error = NULL WHERE id = ${id}`)
-
   const markFailed: SubscriptionStoreShape["markFailed"] = (id, nextAttemptAt, reason) =>
     orDie(sql`UPDATE mail_outbox SET attempts = attempts + 1,
       next_attempt_at = ${nextAttemptAt === undefined ? null : ms(nextAttemptAt)}, last_error = ${reason.slice(0, 500)}
       WHERE id = ${id}`)
+
+  const listSubscriptions: SubscriptionStoreShape["listSubscriptions"] = ({ feed, limit, startingAfter, status }) =>
+    sql`SELECT ${subscriptionColumns} FROM subscriptions WHERE id > ${startingAfter ?? 0}
+      ${feed === undefined ? sql.literal("") : sql`AND feed = ${feed}`}
+      ${status === undefined ? sql.literal("") : sql`AND status = ${status}`}
+      ORDER BY id LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(subscriptionOf)), orDie)
+
+  // Signups never confirmed, oldest first; their tokens and outbox rows go with them (ON DELETE CASCADE). Rows
+  // another instance is purging at the same time are skipped, not waited for.
+  const purgePending: SubscriptionStoreShape["purgePending"] = (before, limit) =>
+    sql`DELETE FROM subscriptions WHERE id IN (
+        SELECT id FROM subscriptions WHERE status = 'pending' AND updated_at < ${ms(before)}
+        ORDER BY updated_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+      RETURNING id`.pipe(Effect.map((rows) => rows.length), orDie)
+
+  const prepareConfirmations: SubscriptionStoreShape["prepareConfirmations"] = (batch, now) =>
+    batch.length === 0 ? Effect.succeed([]) : direct.transaction((query) =>
+      Effect.gen(function*() {
+        const rows = yield* query(pendingSubscriptions, [batch.map(({ entry }) => entry.subscriptionId)])
+        const pending = new Map(rows.map((row) => {
+          const subscription = subscriptionOf(row)
+          return [Number(subscription.id), subscription] as const
+        }))
+        const columns: [Array<string>, Array<number>, Array<string>, Array<Date>, Array<Date | null>] = [
+          [],
+          [],
+          [],
+          [],
+          []
+        ]
+        const add = (hash: string, id: number, purpose: string, expiresAt: Date | null) => {
+          columns[0].push(hash)
+          columns[1].push(id)
+          columns[2].push(purpose)
+          columns[3].push(ms(now))
+          columns[4].push(expiresAt)
+        }
+        const answers = batch.map(({ entry, tokens }) => {
+          const subscription = pending.get(Number(entry.subscriptionId))
+          if (subscription === undefined) return Option.none()
+          add(tokens.confirm.hash, entry.subscriptionId, "confirm", ms(tokens.confirm.expiresAt))
+          add(tokens.unsubscribe.hash, entry.subscriptionId, "unsubscribe", null)
+          return Option.some(subscription)
+        })
+        if (columns[0].length > 0) yield* query(insertTokenRows, columns)
+        return answers
+      })
+    ).pipe(orDie)
+
+  const markSentAll: SubscriptionStoreShape["markSentAll"] = (ids, now) =>
+    ids.length === 0 ? Effect.void : direct.query(markSentRows, [ids, ms(now)]).pipe(Effect.asVoid, orDie)
 
   return SubscriptionStore.of({
     findFeed,
@@ -264,9 +327,11 @@ export const make = Effect.gen(function*() {
     findByToken,
     redeemToken,
     claimDue,
-    prepareConfirmation,
-    markSent,
-    markFailed
+    markFailed,
+    listSubscriptions,
+    purgePending,
+    prepareConfirmations,
+    markSentAll
   })
 })
 

@@ -2,13 +2,18 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { DateTime, Effect, Layer, Option } from "effect"
 import type { CurrencyCode } from "../../core/Currency.ts"
+import { EventViews } from "../../core/EventViews.ts"
 import { decideStart, IdempotencyStart, KeptAnswer, type KeyClaim } from "../../core/Idempotency.ts"
 import { type ClientId, DuplicateReference, type Transfer, type TransferId } from "../../core/Transfer.ts"
 import { TransferStore, type TransferStoreShape } from "../../core/TransferStore.ts"
+import { transferEventType } from "../../core/Webhooks.ts"
+import { newEvent, pgCteValues, pgEventCtes, pgEventStatement, pgEventValues } from "../sql/EventRows.ts"
 import {
   answerColumns,
+  answersWaitingKeys,
   KeyColumns,
   type KeyRow,
+  outcomeRow,
   toKeyRecord,
   toTransfer,
   TransferColumns,
@@ -33,7 +38,8 @@ const types: Record<string, string> = {
   amount: "bigint",
   card_exp_month: "integer",
   card_exp_year: "integer",
-  created_at: "timestamptz"
+  created_at: "timestamptz",
+  reconciled_at: "timestamptz"
 }
 const values = fields.map((f, i) => `$${i + 1}::${types[f] ?? "text"}`).join(", ")
 const at = (f: string) => `$${fields.indexOf(f) + 1}`
@@ -72,7 +78,8 @@ const lockKey = statement(
 )
 const restartKey = statement(
   "restart_key",
-  `UPDATE idempotency_keys SET started_at = $3, request_id = $4 WHERE client_id = $1 AND idempotency_key = $2`
+  `UPDATE idempotency_keys SET started_at = $3, request_id = $4, request_hash = $5, answer = NULL, transfer_id = NULL
+   WHERE client_id = $1 AND idempotency_key = $2`
 )
 const keepAnswer = statement(
   "keep_answer",
@@ -83,16 +90,59 @@ const releaseKey = statement(
   "release_key",
   `DELETE FROM idempotency_keys WHERE client_id = $1 AND idempotency_key = $2 AND answer IS NULL`
 )
-const settleSet = `UPDATE transfers SET status = $2, failure_code = $3, decline_code = $4, authorization_code = $5
-   WHERE id = $1 AND status = 'pending'`
-const settleTransfer = statement("settle", settleSet)
-// The outcome and the key's answer, in one statement (the key is updated whether or not the transfer was).
-const settleAndKeep = statement(
-  "settle_keep",
-  `WITH s AS (${settleSet})
-   UPDATE idempotency_keys SET answer = 'transfer_made', transfer_id = $1
-   WHERE client_id = $6 AND idempotency_key = $7 AND answer IS NULL`
+// A transfer's outcome is written once: a final one is never changed again (by a late request or a second
+// reconciler).
+const settleSet = `UPDATE transfers SET status = $2, failure_code = $3, decline_code = $4, authorization_code = $5,
+   reconciled_at = $6::timestamptz, reconcile_at = NULL WHERE id = $1 AND status IN ('pending', 'unknown')`
+// Leased with SKIP LOCKED: instances claiming at once take disjoint transfers, and a leased one is not due.
+const claimUnsettled = statement(
+  "claim_unsettled",
+  `UPDATE transfers SET reconcile_at = $3 WHERE id IN (
+     SELECT id FROM transfers WHERE status IN ('pending', 'unknown') AND (status = 'unknown' OR created_at <= $2)
+       AND (reconcile_at IS NULL OR reconcile_at <= $1)
+     ORDER BY created_at LIMIT $4 FOR UPDATE SKIP LOCKED)
+   RETURNING ${TransferColumns}, reconcile_attempts`
 )
+const reconcileLater = statement(
+  "reconcile_later",
+  `UPDATE transfers SET reconcile_attempts = $2, reconcile_at = $3 WHERE id = $1 AND status IN ('pending', 'unknown')`
+)
+// A batch per statement, skipping rows another transaction holds: no lock is held long.
+const pruneKeys = statement(
+  "prune_keys",
+  `DELETE FROM idempotency_keys WHERE (client_id, idempotency_key) IN (
+     SELECT client_id, idempotency_key FROM idempotency_keys WHERE started_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
+   RETURNING 1`
+)
+// The outcome, then the answer of the keys it gives, in one statement (a key is answered whether or not the
+// transfer changed): none; the request's own key (`key`, $7 and $8: client and key); or every key waiting for
+// the transfer's request (`waiting`, $7 and $8: client and request hash). Each with or without the transfer's
+// event and its deliveries: there `s` returns a row only when the transfer changed, so a late request or a
+// second reconciler writes no event.
+type SettleAnswers = "none" | "key" | "waiting"
+const answered = { key: "idempotency_key", waiting: "request_hash" } as const
+const settleStatement = (answers: SettleAnswers, event: boolean) => {
+  const name = `settle${answers === "none" ? "" : answers === "key" ? "_keep" : "_answer_waiting"}${
+    event ? "_event" : ""
+  }`
+  const updateKeys = answers === "none" ? "" : `UPDATE idempotency_keys SET answer = 'transfer_made', transfer_id = $1
+   WHERE client_id = $7 AND ${answered[answers]} = $8 AND answer IS NULL`
+  if (event) {
+    return statement(
+      name,
+      `WITH s AS (${settleSet} RETURNING client_id AS owner), ${pgEventCtes(answers === "none" ? 7 : 9)}${
+        answers === "none" ? " SELECT 1" : `\n   ${updateKeys}`
+      }`
+    )
+  }
+  return statement(name, answers === "none" ? settleSet : `WITH s AS (${settleSet})\n   ${updateKeys}`)
+}
+const settleStatements = {
+  none: [settleStatement("none", false), settleStatement("none", true)],
+  key: [settleStatement("key", false), settleStatement("key", true)],
+  waiting: [settleStatement("waiting", false), settleStatement("waiting", true)]
+} as const
+const recordEventStatement = statement("record_event", pgEventStatement)
 const cancelTransfer = statement("cancel", `DELETE FROM transfers WHERE id = $1 AND status = 'pending'`)
 const clientByKeyHash = statement("client_by_key_hash", `SELECT id, name FROM api_clients WHERE key_hash = $1`)
 const transferById = statement(
@@ -115,6 +165,16 @@ const time = (ms: number) => new Date(ms)
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient
   const direct = yield* PgDirect
+  const views = yield* EventViews
+  // The one place this store makes a transfer's event; written in the transaction that made it final.
+  const eventOf = (t: Transfer) => {
+    const type = transferEventType(t.status)
+    return type === undefined ? undefined : newEvent(type, t.clientId, views.transfer(t), Date.now())
+  }
+  const recordEvent = (query: PgQuery, t: Transfer) => {
+    const event = eventOf(t)
+    return event === undefined ? Effect.void : query(recordEventStatement, pgEventValues(event))
+  }
   const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
   const columns = sql.literal(TransferColumns)
 
@@ -151,6 +211,7 @@ export const make = Effect.gen(function*() {
           claim.key,
           ...answerColumns(KeptAnswer.TransferMade({ transferId: t.id }))
         ])
+        yield* recordEvent(query, t)
       }
       return started
     })
@@ -170,7 +231,13 @@ export const make = Effect.gen(function*() {
         if (key === undefined) return yield* attempt
         const decided = decideStart(toKeyRecord(key), claim, t.createdAt)
         if (decided._tag !== "Started") return decided
-        yield* query(restartKey, [t.clientId, claim.key, time(DateTime.toEpochMillis(t.createdAt)), claim.requestId])
+        yield* query(restartKey, [
+          t.clientId,
+          claim.key,
+          time(DateTime.toEpochMillis(t.createdAt)),
+          claim.requestId,
+          claim.requestHash
+        ])
         return yield* afterStart(query, t, row, claim, final)
       })
       return attempt
@@ -179,6 +246,15 @@ export const make = Effect.gen(function*() {
   // Starts the key (if any), then writes the transfer; when it is final, keeps it as the key's answer.
   const write = (t: Transfer, claim: KeyClaim | undefined, final: boolean): Effect.Effect<Written, SqlError> => {
     const row = Object.values(transferRow(t, time))
+    if (claim === undefined && final) {
+      return direct.transaction((query) =>
+        Effect.flatMap(
+          insert(query, row),
+          (holder): Effect.Effect<Written, SqlError> =>
+            holder !== undefined ? Effect.succeed(holder) : Effect.as(recordEvent(query, t), started)
+        )
+      )
+    }
     if (claim === undefined) return Effect.map(insert(direct.query, row), (holder) => holder ?? started)
     // Keeping a final answer with the new key needs a second statement: in a transaction.
     if (final) return writeLocked(t, row, claim, final)
@@ -209,17 +285,16 @@ export const make = Effect.gen(function*() {
     )
 
   const settle: TransferStoreShape["settle"] = (t, key) => {
-    const outcome = [
-      t.id,
-      t.status,
-      t.failure?.code ?? null,
-      t.failure?.decline_code ?? null,
-      t.authorizationCode ?? null
-    ]
+    const event = eventOf(t)
+    const answers: SettleAnswers = key !== undefined ? "key" : answersWaitingKeys(t) ? "waiting" : "none"
+    const keys = answers === "key" ? [t.clientId, key] : answers === "waiting" ? [t.clientId, t.requestHash] : []
     return Effect.orDie(
-      key === undefined
-        ? direct.query(settleTransfer, outcome)
-        : direct.query(settleAndKeep, [...outcome, t.clientId, key])
+      direct.query(settleStatements[answers][event === undefined ? 0 : 1], [
+        t.id,
+        ...outcomeRow(t, time),
+        ...keys,
+        ...(event === undefined ? [] : pgCteValues(event))
+      ])
     )
   }
 
@@ -265,6 +340,25 @@ export const make = Effect.gen(function*() {
     get: (client, id) => transferWhere(transferById, client, id),
     byReference: (client, reference) => transferWhere(transferByReference, client, reference),
     list,
+    claimUnsettled: (now, pendingBefore, leaseUntil, limit) =>
+      direct.query<TransferRow & { reconcile_attempts: number }>(claimUnsettled, [
+        time(DateTime.toEpochMillis(now)),
+        time(DateTime.toEpochMillis(pendingBefore)),
+        time(DateTime.toEpochMillis(leaseUntil)),
+        limit
+      ]).pipe(
+        Effect.map((rows) =>
+          rows.map((row) => ({ transfer: toTransfer(row), attempts: Number(row.reconcile_attempts) }))
+        ),
+        Effect.orDie
+      ),
+    reconcileLater: (id, attempts, next) =>
+      Effect.orDie(direct.query(reconcileLater, [id, attempts, time(DateTime.toEpochMillis(next))])),
+    pruneKeys: (before, limit) =>
+      direct.query(pruneKeys, [time(DateTime.toEpochMillis(before)), limit]).pipe(
+        Effect.map((rows) => rows.length),
+        Effect.orDie
+      ),
     // Summed by the database in integers and read back as text: exact for any total, never a float.
     balance: (client) =>
       sql<{ merchant_id: string; currency: CurrencyCode; total: string }>`

@@ -146,11 +146,143 @@ const m0004_idempotency_answers = Effect.gen(function*() {
   }
 })
 
+// Transfers whose outcome is not known (docs/unknown-outcomes.md): the status `unknown`, the request's keyed
+// hash (a retry is recognised by it, with or without its key), when the reconciler settled it, and its
+// reconciliation state (how often the network was asked, and when it is due or leased until). SQLite cannot
+// change a CHECK constraint, so its table is rebuilt; nothing references transfers by foreign key.
+const m0005_unknown_outcomes = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  const { pg, types: T } = yield* Dialect
+  const statuses = sql.literal("status IN ('pending', 'unknown', 'approved', 'declined')")
+  const added = [
+    "request_hash TEXT",
+    `reconciled_at ${pg ? "TIMESTAMPTZ" : "INTEGER"}`,
+    "reconcile_attempts INTEGER NOT NULL DEFAULT 0",
+    `reconcile_at ${pg ? "TIMESTAMPTZ" : "INTEGER"}`
+  ]
+  if (pg) {
+    yield* sql`ALTER TABLE transfers DROP CONSTRAINT transfers_status_check`
+    yield* sql`ALTER TABLE transfers ADD CONSTRAINT transfers_status_check CHECK (${statuses})`
+    for (const column of added) yield* sql`ALTER TABLE transfers ADD COLUMN ${sql.literal(column)}`
+  } else {
+    const columns = `id, client_id, reference, amount, currency, status, sender_first_name, sender_middle_name,
+      sender_email, card_brand, card_last4, card_exp_month, card_exp_year, card_fingerprint, recipient_first_name,
+      recipient_middle_name, recipient_email, recipient_merchant_id, failure_code, decline_code,
+      authorization_code, created_at`
+    yield* sql`CREATE TABLE transfers_0005 (
+      id TEXT PRIMARY KEY,
+      client_id TEXT NOT NULL REFERENCES api_clients (id),
+      reference TEXT NOT NULL,
+      amount ${T.money} NOT NULL CHECK (amount > 0),
+      currency TEXT NOT NULL,
+      status TEXT NOT NULL CHECK (${statuses}),
+      sender_first_name TEXT NOT NULL,
+      sender_middle_name TEXT,
+      sender_email TEXT NOT NULL,
+      card_brand TEXT NOT NULL,
+      card_last4 TEXT NOT NULL,
+      card_exp_month INTEGER NOT NULL,
+      card_exp_year INTEGER NOT NULL,
+      card_fingerprint TEXT NOT NULL,
+      recipient_first_name TEXT NOT NULL,
+      recipient_middle_name TEXT,
+      recipient_email TEXT NOT NULL,
+      recipient_merchant_id TEXT NOT NULL,
+      failure_code TEXT,
+      decline_code TEXT,
+      authorization_code TEXT,
+      created_at ${T.time} NOT NULL,
+      ${sql.literal(added.join(", "))},
+      UNIQUE (client_id, reference)
+    )`
+    yield* sql`INSERT INTO transfers_0005 (${sql.literal(columns)}) SELECT ${sql.literal(columns)} FROM transfers`
+    yield* sql`DROP TABLE transfers`
+    yield* sql`ALTER TABLE transfers_0005 RENAME TO transfers`
+    yield* sql`CREATE INDEX transfers_client_created ON transfers (client_id, created_at, id)`
+  }
+  yield* sql`CREATE INDEX transfers_unsettled ON transfers (created_at) WHERE status IN ('pending', 'unknown')`
+  // Key expiry (pruned by age) and the keys a reconciled transfer answers (unanswered, by request hash).
+  yield* sql`CREATE INDEX idempotency_keys_started ON idempotency_keys (started_at)`
+  yield* sql`CREATE INDEX idempotency_keys_unanswered ON idempotency_keys (client_id, request_hash)
+    WHERE answer IS NULL`
+})
+
+// Events and their webhook deliveries (docs/webhooks.md). An event is written, with one delivery per endpoint
+// that asked for it, in the transaction of the change it tells of. `body` is the exact JSON every delivery
+// sends and signs. An endpoint's backoff is kept on its row (failing_since, retry_at), so every instance
+// honours it; its secret is kept as it is, since signing needs it.
+const m0006_webhooks = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  const { types: T } = yield* Dialect
+  yield* sql`CREATE TABLE webhook_endpoints (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    url TEXT NOT NULL,
+    enabled_events TEXT NOT NULL,
+    secret TEXT NOT NULL,
+    created_at ${T.time} NOT NULL,
+    failing_since ${T.time},
+    retry_at ${T.time},
+    last_error TEXT,
+    disabled_at ${T.time},
+    disabled_reason TEXT
+  )`
+  yield* sql`CREATE INDEX webhook_endpoints_owner ON webhook_endpoints (owner)`
+  yield* sql`CREATE TABLE events (
+    id TEXT PRIMARY KEY,
+    type TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    created_at ${T.time} NOT NULL,
+    body TEXT NOT NULL
+  )`
+  yield* sql`CREATE INDEX events_owner_created ON events (owner, created_at, id)`
+  yield* sql`CREATE TABLE webhook_deliveries (
+    id ${T.serial},
+    event_id TEXT NOT NULL REFERENCES events (id),
+    endpoint_id TEXT NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+    created_at ${T.time} NOT NULL,
+    next_attempt_at ${T.time} NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    delivered_at ${T.time},
+    last_error TEXT
+  )`
+  yield* sql`CREATE INDEX webhook_deliveries_due ON webhook_deliveries (endpoint_id, next_attempt_at)
+    WHERE delivered_at IS NULL`
+  yield* sql`CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (next_attempt_at) WHERE delivered_at IS NULL`
+})
+
+// The operator's listing and export read a feed's subscriptions in id order; the purge of unconfirmed signups
+// reads the pending ones by the time of their last signup.
+const m0007_subscriber_listing = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  yield* sql`CREATE INDEX subscriptions_feed_status ON subscriptions (feed, status, id)`
+  yield* sql`CREATE INDEX subscriptions_pending ON subscriptions (updated_at) WHERE status = 'pending'`
+})
+
+// Rate limits shared by the instances on one PostgreSQL database (adapters/postgres/PgRateLimiterStore.ts): one
+// token bucket per key. UNLOGGED: a draw writes no WAL, so its commit waits for no fsync (buckets are lost
+// in a crash of PostgreSQL, which only refills them). SQLite runs one process, whose limits stay in memory.
+const m0008_rate_limits = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  const { pg } = yield* Dialect
+  if (!pg) return
+  yield* sql`CREATE UNLOGGED TABLE rate_limits (
+    key TEXT PRIMARY KEY,
+    tokens DOUBLE PRECISION NOT NULL,
+    refilled_at TIMESTAMPTZ NOT NULL,
+    consumed BOOLEAN NOT NULL
+  )`
+})
+
 export const migrations = Migrator.fromRecord({
   "0001_subscriptions": m0001_subscriptions,
   "0002_transfers": m0002_transfers,
   "0003_feed_deletion": m0003_feed_deletion,
-  "0004_idempotency_answers": m0004_idempotency_answers
+  "0004_idempotency_answers": m0004_idempotency_answers,
+  "0005_unknown_outcomes": m0005_unknown_outcomes,
+  "0006_webhooks": m0006_webhooks,
+  "0007_subscriber_listing": m0007_subscriber_listing,
+  "0008_rate_limits": m0008_rate_limits
 })
 
 const migrate = Migrator.make({})({ loader: migrations })

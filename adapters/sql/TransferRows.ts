@@ -14,7 +14,7 @@ export interface TransferRow {
   readonly reference: string
   readonly amount: number | bigint | string
   readonly currency: string
-  readonly status: "pending" | "approved" | "declined"
+  readonly status: "pending" | "unknown" | "approved" | "declined"
   readonly sender_first_name: string
   readonly sender_middle_name: string | null
   readonly sender_email: string
@@ -31,6 +31,8 @@ export interface TransferRow {
   readonly decline_code: string | null
   readonly authorization_code: string | null
   readonly created_at: unknown
+  readonly request_hash: string | null
+  readonly reconciled_at: unknown
 }
 
 const millis = DateTime.toEpochMillis
@@ -69,14 +71,16 @@ export const toTransfer = (r: TransferRow) =>
       failure: { code: r.failure_code as CardErrorCode, ...optional("decline_code", r.decline_code) }
     }),
     ...optional("authorizationCode", r.authorization_code),
-    createdAt: DateTime.unsafeMake(millisOf(r.created_at))
+    createdAt: DateTime.unsafeMake(millisOf(r.created_at)),
+    ...optional("requestHash", r.request_hash),
+    ...(r.reconciled_at === null ? {} : { reconciledAt: DateTime.unsafeMake(millisOf(r.reconciled_at)) })
   }, { disableValidation: true })
 
 // The amount is read as text: SQLite drivers hand out INTEGERs as JS numbers, exact only up to 2^53.
 export const TransferColumns = `id, client_id, reference, CAST(amount AS TEXT) AS amount, currency, status,
     sender_first_name, sender_middle_name, sender_email, card_brand, card_last4, card_exp_month, card_exp_year,
     card_fingerprint, recipient_first_name, recipient_middle_name, recipient_email, recipient_merchant_id,
-    failure_code, decline_code, authorization_code, created_at`
+    failure_code, decline_code, authorization_code, created_at, request_hash, reconciled_at`
 
 // A transfer as a row of its table; `time` turns a time into the dialect's parameter.
 export const transferRow = (t: Transfer, time: (ms: number) => number | Date) => ({
@@ -101,8 +105,24 @@ export const transferRow = (t: Transfer, time: (ms: number) => number | Date) =>
   failure_code: t.failure?.code ?? null,
   decline_code: t.failure?.decline_code ?? null,
   authorization_code: t.authorizationCode ?? null,
-  created_at: time(millis(t.createdAt))
+  created_at: time(millis(t.createdAt)),
+  request_hash: t.requestHash ?? null,
+  reconciled_at: t.reconciledAt === undefined ? null : time(millis(t.reconciledAt))
 })
+
+// What settle writes: the outcome, and when the reconciler settled it. `unknown` and reconciled transfers
+// also answer the keys that were waiting for them (by request hash), which the request path never needs.
+export const outcomeRow = (t: Transfer, time: (ms: number) => number | Date) =>
+  [
+    t.status,
+    t.failure?.code ?? null,
+    t.failure?.decline_code ?? null,
+    t.authorizationCode ?? null,
+    t.reconciledAt === undefined ? null : time(millis(t.reconciledAt))
+  ] as const
+
+export const answersWaitingKeys = (t: Transfer): t is Transfer & { readonly requestHash: string } =>
+  t.requestHash !== undefined && (t.status === "unknown" || t.reconciledAt !== undefined)
 
 export interface KeyRow {
   readonly request_hash: string

@@ -3,7 +3,19 @@ import * as Client from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
-import { Context, Deferred, Effect, Exit, FiberId, FiberRef, Layer, Scope } from "effect"
+import {
+  Context,
+  Deferred,
+  Effect,
+  Exit,
+  FiberId,
+  FiberRef,
+  Layer,
+  Metric,
+  MetricBoundaries,
+  type MetricLabel,
+  Scope
+} from "effect"
 import type { OpenSqlite, SqliteStatement } from "./SqliteDriver.ts"
 
 // An @effect/sql client over one SQLite connection. Unlike @effect/sql-sqlite-node it starts transactions
@@ -11,6 +23,15 @@ import type { OpenSqlite, SqliteStatement } from "./SqliteDriver.ts"
 // on one file cannot both read the old state), fsyncs every commit (synchronous=FULL: money and mail
 // obligations must survive a power cut), commits concurrent transactions in groups (one fsync for many; see
 // below) and runs on any driver behind SqliteDriver.
+
+// How many logical transactions each COMMIT (one fsync) made durable.
+const groupCommitSize = Metric.histogram(
+  "sqlite_group_commit_size",
+  MetricBoundaries.fromIterable([1, 2, 4, 8, 16, 32, 64]),
+  "Logical transactions per SQLite commit"
+)
+const NoLabels: ReadonlyArray<MetricLabel.MetricLabel> = []
+
 export interface SqliteClientOptions {
   readonly filename: string
   readonly open: OpenSqlite
@@ -125,6 +146,7 @@ export const make = (
       const group = open
       if (group === undefined) return
       open = undefined
+      groupCommitSize.unsafeUpdate(group.members, NoLabels)
       try {
         exec("COMMIT")
         Deferred.unsafeDone(group.durable, Exit.void)
@@ -208,21 +230,30 @@ export const make = (
       all: (sql, params) => prepare(sql).all(params) as any,
       run: (sql, params) => Number(prepare(sql).run(params).changes)
     }
+    // With a tracer on, each direct transaction and read is a span (the statements run synchronously in it).
+    const spanned = (yield* FiberRef.get(FiberRef.currentTracerEnabled))
+      ? (name: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        Effect.withSpan(effect, name, { kind: "client", attributes: { "db.system.name": "sqlite" } })
+      : () => <A, E, R>(effect: Effect.Effect<A, E, R>) => effect
+    const tracedTransaction = spanned("sql transaction")
+    const inRead = spanned("sql read")
     const directShape: SqliteDirectShape = {
       transaction: (work) =>
-        locked(() => {
-          const group = beginLogical()
-          let result
-          try {
-            result = work(direct)
-          } catch (cause) {
-            rollbackLogical()
-            throw cause
-          }
-          releaseLogical()
-          return [result, group] as const
-        }, whenDurable),
-      read: (work) => locked(() => [work(direct), open] as const, whenDurable)
+        tracedTransaction(
+          locked(() => {
+            const group = beginLogical()
+            let result
+            try {
+              result = work(direct)
+            } catch (cause) {
+              rollbackLogical()
+              throw cause
+            }
+            releaseLogical()
+            return [result, group] as const
+          }, whenDurable)
+        ),
+      read: (work) => inRead(locked(() => [work(direct), open] as const, whenDurable))
     }
 
     const connection = (afterStatement: Effect.Effect<void, SqlError>): Connection => {

@@ -1,6 +1,7 @@
 import { DateTime, Effect, Layer, Option } from "effect"
 import { normalizeEmail } from "../../core/Email.ts"
 import { InvalidToken } from "../../core/Errors.ts"
+import { EventViews } from "../../core/EventViews.ts"
 import {
   decideSubscribe,
   MailThrottle,
@@ -9,8 +10,10 @@ import {
   type SubscriptionStatus,
   transition
 } from "../../core/Subscription.ts"
-import { type OutboxEntry, SubscriptionStore } from "../../core/SubscriptionStore.ts"
+import { type IssuedTokens, type OutboxEntry, SubscriptionStore } from "../../core/SubscriptionStore.ts"
 import { isUsable } from "../../core/Token.ts"
+import { AdminOwner } from "../../core/Webhooks.ts"
+import { newEvent, writeEvent } from "../sql/EventRows.ts"
 import { FeedColumns, feedOf, SubscriptionColumns, subscriptionOf } from "../sql/SubscriptionRows.ts"
 import { type DirectSql, SqliteDirect } from "./SqliteClient.ts"
 
@@ -65,6 +68,16 @@ const lease = `UPDATE mail_outbox SET next_attempt_at = ? WHERE id = ?`
 const sent = `UPDATE mail_outbox SET sent_at = ?, next_attempt_at = NULL, last_error = NULL WHERE id = ?`
 const failed = `UPDATE mail_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id = ?`
 
+// Signups never confirmed, oldest first; their tokens and outbox rows go with them (ON DELETE CASCADE).
+const purgePending = `DELETE FROM subscriptions WHERE id IN (
+  SELECT id FROM subscriptions WHERE status = 'pending' AND updated_at < ? ORDER BY updated_at LIMIT ?)`
+
+// One statement text per combination of filters (four), each kept prepared.
+const listQuery = (feed: boolean, status: boolean) =>
+  `SELECT ${SubscriptionColumns} FROM subscriptions WHERE id > ?${feed ? " AND feed = ?" : ""}${
+    status ? " AND status = ?" : ""
+  } ORDER BY id LIMIT ?`
+
 interface TokenRow {
   readonly subscription_id: number
   readonly expires_at: number | null
@@ -87,10 +100,27 @@ const usableToken = (db: DirectSql, hash: string, purpose: string, now: number):
     : undefined
 }
 
+// Stores the token hashes of a confirmation mail, if its subscription still awaits one.
+const prepare = (db: DirectSql, entry: OutboxEntry, tokens: IssuedTokens, at: number): Option.Option<Subscription> => {
+  const subscription = subscriptionRow(db, entry.subscriptionId)
+  if (subscription === undefined || subscription.status !== "pending") return Option.none()
+  db.run(insertTokens, [
+    tokens.confirm.hash,
+    entry.subscriptionId,
+    at,
+    millis(tokens.confirm.expiresAt),
+    tokens.unsubscribe.hash,
+    entry.subscriptionId,
+    at
+  ])
+  return Option.some(subscription)
+}
+
 export const layer = Layer.effect(
   SubscriptionStore,
   Effect.gen(function*() {
     const direct = yield* SqliteDirect
+    const views = yield* EventViews
     // Storage faults are not something a caller can act on: they become defects here and a 500 at the edge.
     const read = <A>(work: (db: DirectSql) => A) => Effect.orDie(direct.read(work))
     const transaction = <A>(work: (db: DirectSql) => A) => Effect.orDie(direct.transaction(work))
@@ -160,7 +190,13 @@ export const layer = Layer.effect(
             if (purpose === "confirm") db.run(useToken, [at, hash])
             // Leaving voids every confirmation link still out, so an old mail cannot revive a later signup.
             if (next === "unsubscribed") db.run(voidConfirmations, [at, token.subscription_id])
-            return subscriptionOf(db.get(setStatus, [next, at, token.subscription_id]))
+            const subscription = subscriptionOf(db.get(setStatus, [next, at, token.subscription_id]))
+            // The one place this store records a subscription's event: in the transaction that changed it.
+            if (next !== current.status) {
+              const type = next === "active" ? "subscription.confirmed" : "subscription.unsubscribed"
+              writeEvent(db, newEvent(type, AdminOwner, views.subscription(subscription), at))
+            }
+            return subscription
           }),
           (subscription) => subscription === undefined ? new InvalidToken() : Effect.succeed(subscription)
         ),
@@ -179,27 +215,29 @@ export const layer = Layer.effect(
             }
           })
         }),
-      prepareConfirmation: (entry, tokens, now) =>
-        transaction((db) => {
-          const subscription = subscriptionRow(db, entry.subscriptionId)
-          if (subscription === undefined || subscription.status !== "pending") return Option.none()
-          const at = millis(now)
-          db.run(insertTokens, [
-            tokens.confirm.hash,
-            entry.subscriptionId,
-            at,
-            millis(tokens.confirm.expiresAt),
-            tokens.unsubscribe.hash,
-            entry.subscriptionId,
-            at
-          ])
-          return Option.some(subscription)
-        }),
-      markSent: (id, now) => transaction((db) => void db.run(sent, [millis(now), id])),
       markFailed: (id, nextAttemptAt, reason) =>
         transaction((db) =>
           void db.run(failed, [nextAttemptAt === undefined ? null : millis(nextAttemptAt), reason.slice(0, 500), id])
-        )
+        ),
+      listSubscriptions: ({ feed, limit, startingAfter, status }) =>
+        read((db) =>
+          db.all(listQuery(feed !== undefined, status !== undefined), [
+            startingAfter ?? 0,
+            ...(feed === undefined ? [] : [feed]),
+            ...(status === undefined ? [] : [status]),
+            limit
+          ]).map(subscriptionOf)
+        ),
+      purgePending: (before, limit) => transaction((db) => db.run(purgePending, [millis(before), limit])),
+      prepareConfirmations: (batch, now) =>
+        batch.length === 0
+          ? Effect.succeed([])
+          : transaction((db) => batch.map(({ entry, tokens }) => prepare(db, entry, tokens, millis(now)))),
+      markSentAll: (ids, now) =>
+        ids.length === 0 ? Effect.void : transaction((db) => {
+          const at = millis(now)
+          for (const id of ids) db.run(sent, [at, id])
+        })
     })
   })
 )

@@ -1,12 +1,17 @@
 import { DateTime, Effect, Layer, Option } from "effect"
 import type { CurrencyCode } from "../../core/Currency.ts"
+import { EventViews, type EventViewsShape } from "../../core/EventViews.ts"
 import { decideStart, IdempotencyStart, KeptAnswer, type KeyClaim } from "../../core/Idempotency.ts"
 import { type ClientId, DuplicateReference, type Transfer, type TransferId } from "../../core/Transfer.ts"
 import { TransferStore } from "../../core/TransferStore.ts"
+import { transferEventType } from "../../core/Webhooks.ts"
+import { newEvent, writeEvent } from "../sql/EventRows.ts"
 import {
   answerColumns,
+  answersWaitingKeys,
   KeyColumns,
   type KeyRow,
+  outcomeRow,
   toKeyRecord,
   toTransfer,
   TransferColumns,
@@ -39,6 +44,16 @@ const lists = [listOf(false, false), listOf(false, true), listOf(true, false), l
 const keyRow = `SELECT ${KeyColumns} FROM idempotency_keys WHERE client_id = ? AND idempotency_key = ?`
 const keep = `UPDATE idempotency_keys SET answer = ?, transfer_id = ?
   WHERE client_id = ? AND idempotency_key = ? AND answer IS NULL`
+// A transfer's outcome is written once: a final one is never changed again (by a late request or a second
+// reconciler).
+const settleTransfer = `UPDATE transfers SET status = ?, failure_code = ?, decline_code = ?, authorization_code = ?,
+  reconciled_at = ?, reconcile_at = NULL WHERE id = ? AND status IN ('pending', 'unknown')`
+const answerWaitingKeys = `UPDATE idempotency_keys SET answer = 'transfer_made', transfer_id = ?
+  WHERE client_id = ? AND request_hash = ? AND answer IS NULL`
+const unsettled = `SELECT ${TransferColumns}, reconcile_attempts FROM transfers
+  WHERE status IN ('pending', 'unknown') AND (status = 'unknown' OR created_at <= ?)
+    AND (reconcile_at IS NULL OR reconcile_at <= ?)
+  ORDER BY created_at LIMIT ?`
 let insertTransfer: string | undefined
 const insertTransferOf = (row: Record<string, unknown>) =>
   insertTransfer ??= `INSERT INTO transfers (${Object.keys(row).join(", ")}) VALUES (${
@@ -57,8 +72,9 @@ const start = (db: DirectSql, claim: KeyClaim, client: ClientId, now: DateTime.U
     )
   } else {
     db.run(
-      `UPDATE idempotency_keys SET started_at = ?, request_id = ? WHERE client_id = ? AND idempotency_key = ?`,
-      [millis(now), claim.requestId, client, claim.key]
+      `UPDATE idempotency_keys SET started_at = ?, request_id = ?, request_hash = ?, answer = NULL, transfer_id = NULL
+       WHERE client_id = ? AND idempotency_key = ?`,
+      [millis(now), claim.requestId, claim.requestHash, client, claim.key]
     )
   }
   return started
@@ -67,9 +83,16 @@ const start = (db: DirectSql, claim: KeyClaim, client: ClientId, now: DateTime.U
 const keepAnswer = (db: DirectSql, client: ClientId, key: string, answer: KeptAnswer) =>
   db.run(keep, [...answerColumns(answer), client, key])
 
-// Starts the key, then writes the transfer (and, when it is final, keeps it as the key's answer). A taken
-// reference is answered after the commit, so that the started key stays for the caller to answer.
-const write = (db: DirectSql, t: Transfer, claim: KeyClaim | undefined, final: boolean) => {
+// The one place this store records a transfer's event: in the transaction that made it final.
+const recordEvent = (db: DirectSql, views: EventViewsShape, t: Transfer) => {
+  const type = transferEventType(t.status)
+  if (type !== undefined) writeEvent(db, newEvent(type, t.clientId, views.transfer(t), Date.now()))
+}
+
+// Starts the key, then writes the transfer (and, when it is final, keeps it as the key's answer and records
+// its event). A taken reference is answered after the commit, so that the started key stays for the caller
+// to answer.
+const write = (db: DirectSql, views: EventViewsShape, t: Transfer, claim: KeyClaim | undefined, final: boolean) => {
   if (claim !== undefined) {
     const decided = start(db, claim, t.clientId, t.createdAt)
     if (decided._tag !== "Started") return decided
@@ -84,6 +107,7 @@ const write = (db: DirectSql, t: Transfer, claim: KeyClaim | undefined, final: b
   if (final && claim !== undefined) {
     keepAnswer(db, t.clientId, claim.key, KeptAnswer.TransferMade({ transferId: t.id }))
   }
+  if (final) recordEvent(db, views, t)
   return started
 }
 
@@ -91,13 +115,14 @@ export const layer = Layer.effect(
   TransferStore,
   Effect.gen(function*() {
     const direct = yield* SqliteDirect
+    const views = yield* EventViews
     const read = <A>(work: (db: DirectSql) => A) => Effect.orDie(direct.read(work))
     const transaction = <A>(work: (db: DirectSql) => A) => Effect.orDie(direct.transaction(work))
     const transfer = (sql: string, params: ReadonlyArray<unknown>) =>
       read((db) => Option.map(Option.fromNullable(db.get<TransferRow>(sql, params)), toTransfer))
     const written = (t: Transfer, claim: KeyClaim | undefined, final: boolean) =>
       Effect.flatMap(
-        transaction((db) => write(db, t, claim, final)),
+        transaction((db) => write(db, views, t, claim, final)),
         (r) => typeof r === "string" ? new DuplicateReference({ existing: r }) : Effect.succeed(r)
       )
 
@@ -122,12 +147,11 @@ export const layer = Layer.effect(
       reserve: (t, claim) => written(t, claim, false),
       settle: (t, key) =>
         transaction((db) => {
-          db.run(
-            `UPDATE transfers SET status = ?, failure_code = ?, decline_code = ?, authorization_code = ?
-             WHERE id = ? AND status = 'pending'`,
-            [t.status, t.failure?.code ?? null, t.failure?.decline_code ?? null, t.authorizationCode ?? null, t.id]
-          )
+          const changed = db.run(settleTransfer, [...outcomeRow(t, (ms) => ms), t.id])
+          // An event only for a change this call made: a late request or a second reconciler writes nothing.
+          if (changed > 0) recordEvent(db, views, t)
           if (key !== undefined) keepAnswer(db, t.clientId, key, KeptAnswer.TransferMade({ transferId: t.id }))
+          else if (answersWaitingKeys(t)) db.run(answerWaitingKeys, [t.id, t.clientId, t.requestHash])
         }),
       cancel: (t) =>
         transaction((db) => void db.run(`DELETE FROM transfers WHERE id = ? AND status = 'pending'`, [t.id])),
@@ -161,6 +185,34 @@ export const layer = Layer.effect(
           ])
           return { data: rows.slice(0, query.limit).map(toTransfer), hasMore: rows.length > query.limit }
         }),
+      claimUnsettled: (now, pendingBefore, leaseUntil, limit) =>
+        transaction((db) => {
+          const rows = db.all<TransferRow & { reconcile_attempts: number }>(unsettled, [
+            millis(pendingBefore),
+            millis(now),
+            limit
+          ])
+          for (const row of rows) {
+            db.run(`UPDATE transfers SET reconcile_at = ? WHERE id = ?`, [millis(leaseUntil), row.id])
+          }
+          return rows.map((row) => ({ transfer: toTransfer(row), attempts: Number(row.reconcile_attempts) }))
+        }),
+      reconcileLater: (id, attempts, next) =>
+        transaction((db) =>
+          void db.run(
+            `UPDATE transfers SET reconcile_attempts = ?, reconcile_at = ? WHERE id = ? AND status IN ('pending', 'unknown')`,
+            [attempts, millis(next), id]
+          )
+        ),
+      // A batch per transaction: the write lock is held for one short DELETE at a time.
+      pruneKeys: (before, limit) =>
+        transaction((db) =>
+          db.run(
+            `DELETE FROM idempotency_keys WHERE rowid IN
+             (SELECT rowid FROM idempotency_keys WHERE started_at < ? LIMIT ?)`,
+            [millis(before), limit]
+          )
+        ),
       // Summed by the database in integers and read back as text: exact for any total, never a float.
       balance: (client) =>
         read((db) =>

@@ -6,12 +6,13 @@ import {
   HttpServerResponse,
   UrlParams
 } from "@effect/platform"
-import { type Context, Effect, Either, Option, Runtime, Schema } from "effect"
-import { apiError } from "./ApiError.ts"
+import { Context, Effect, Either, Option, Runtime, Schema } from "effect"
+import { type ApiError, apiError, isApiError, statusOf } from "./ApiError.ts"
 import { middlewaresOf } from "./ApiHandlers.ts"
 import { fromParseError } from "./DecodeErrors.ts"
 import { acceptedBodies, unparsableBody } from "./Edge.ts"
 import { jsonDepthWithin, MaxJsonDepth } from "./JsonDepth.ts"
+import { prefersHtml } from "./Pages.ts"
 import type { IncomingRequest } from "./Pipeline.ts"
 import { secured } from "./Security.ts"
 
@@ -24,10 +25,24 @@ export type Step = (request: IncomingRequest, params: Readonly<Record<string, st
 
 export interface Endpoint {
   readonly run: Step
+  // The path as declared in the spec (`/feeds/:name`).
+  readonly route: string
   readonly runtime: Runtime.Runtime<never>
   // Media types of the payload, from its encodings; the request-wide ones for an endpoint without a payload.
   readonly accepts: ReadonlyArray<string>
 }
+
+// An endpoint people post a form to, declared with `.annotate(HtmlForm, ...)` in the spec: when the request's
+// Accept prefers text/html, it answers pages, made from its success value, or from an error (a decoder's or the
+// handler's) and the fields as posted. Other requests get the spec's JSON, unchanged.
+export class HtmlForm extends Context.Tag("paysub/HtmlForm")<HtmlForm, {
+  readonly success: (value: unknown) => HttpServerResponse.HttpServerResponse
+  readonly error: (
+    error: ApiError,
+    fields: Readonly<Record<string, unknown>>,
+    status: number
+  ) => HttpServerResponse.HttpServerResponse
+}>() {}
 
 type Decoder = (
   input: unknown,
@@ -111,10 +126,17 @@ export const compileEndpoint = (
   },
   context: Context.Context<never>,
   base: Runtime.Runtime<never>,
-  readBody: (request: IncomingRequest) => Effect.Effect<string, unknown>
+  readBody: (request: IncomingRequest) => Effect.Effect<string, unknown>,
+  tracing = false
 ): Endpoint => {
   const endpoint = item.endpoint as HttpApiEndpoint.HttpApiEndpoint.AnyWithProps
+  // With a tracer on, the handler (one use case) is a span of its own, named after the group and endpoint.
+  const spanName = `${group.identifier}.${endpoint.name}`
+  const handler = tracing
+    ? (args: any) => Effect.withSpan(item.handler(args), spanName)
+    : item.handler
   const encode = successEncoder(endpoint.successSchema)
+  const form = Option.getOrUndefined(Context.getOption(endpoint.annotations, HtmlForm))
   const decodePath = Option.getOrUndefined(Option.map(endpoint.pathSchema, decoder))
   const decodePayload = Option.getOrUndefined(Option.map(endpoint.payloadSchema, decoder))
   const decodeHeaders = Option.getOrUndefined(Option.map(endpoint.headersSchema, decoder))
@@ -128,6 +150,8 @@ export const compileEndpoint = (
   // Path, payload, headers, query: the order in which HttpApiBuilder decodes them, so the first error is
   // the same one.
   const handle: Step = (request, params, query) => {
+    const html = form !== undefined && prefersHtml(request.headers.accept) ? form : undefined
+    let posted: unknown
     let whole: HttpServerRequest.HttpServerRequest | undefined
     const args: Record<string, unknown> = {
       path: undefined,
@@ -139,7 +163,7 @@ export const compileEndpoint = (
       }
     }
     // The handler's requirements are in its group's context, which the fiber runs on.
-    const call = () => Effect.map(item.handler(args) as Effect.Effect<unknown, unknown>, encode)
+    const call = () => Effect.map(handler(args) as Effect.Effect<unknown, unknown>, html?.success ?? encode)
     const afterPayload = () => {
       const withQuery = () =>
         decodeQuery === undefined ? call() : decodeQuery(queryRecord(query), (q) => {
@@ -156,21 +180,26 @@ export const compileEndpoint = (
         Effect.flatMap((text) =>
           text === "" && optionalPayload ? Effect.succeed({}) : parseBody(request.headers["content-type"], text)
         ),
-        Effect.flatMap((raw) =>
-          decodePayload(raw, (p) => {
+        Effect.flatMap((raw) => {
+          posted = raw
+          return decodePayload(raw, (p) => {
             args.payload = p
             return afterPayload()
           })
-        )
+        })
       )
-    return decodePath === undefined ? withPayload() : decodePath(params, (p) => {
+    const answer = decodePath === undefined ? withPayload() : decodePath(params, (p) => {
       args.path = p
       return withPayload()
     })
+    if (html === undefined) return answer
+    const fields = () => (typeof posted === "object" && posted !== null ? posted as Record<string, unknown> : {})
+    return Effect.catchIf(answer, isApiError, (e) => Effect.succeed(html.error(e, fields(), statusOf(e))))
   }
 
   return {
     run: secured(handle, [...middlewaresOf(group, endpoint)].reverse(), context),
+    route: endpoint.path,
     runtime: Runtime.make({ context, fiberRefs: base.fiberRefs, runtimeFlags: base.runtimeFlags }),
     accepts: Option.match(endpoint.payloadSchema, { onNone: () => acceptedBodies, onSome: payloadTypes })
   }

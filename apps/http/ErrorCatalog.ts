@@ -95,7 +95,7 @@ export const ErrorCatalog = {
     type: "invalid_request_error",
     status: 404,
     summary: "No route matches this method and path.",
-    fix: "Check the path against the API reference in the README."
+    fix: "Check the path against the API reference at /docs (or /openapi.json)."
   },
   body_too_large: {
     type: "invalid_request_error",
@@ -168,6 +168,13 @@ export const ErrorCatalog = {
     status: 503,
     summary: "The card network could not be reached; no transfer was made.",
     fix: "Retry later with the same Idempotency-Key."
+  },
+  url_refused: {
+    type: "invalid_request_error",
+    status: 400,
+    summary:
+      "The webhook endpoint's URL is not one the service sends to (not https, credentials in it, or a private, loopback or link-local address).",
+    fix: "Register a public https URL; `message` says which rule it broke."
   },
   internal_error: {
     type: "api_error",

@@ -1,29 +1,32 @@
-import { OpenApi } from "@effect/platform"
-import { Api } from "./Api.ts"
+import { type HttpApi, OpenApi } from "@effect/platform"
 import { ErrorCatalog } from "./ErrorCatalog.ts"
 
-// The OpenAPI document of the very HttpApi the server runs, with what the edge adds put in: the one error
-// body in place of the framework's decode error, and the 413/415/429 answers the edge gives before routing.
+// What the pipeline answers beyond the framework's defaults, put into the HttpApi definition itself (an
+// OpenApi.Transform annotation on Api, apps/http/Api.ts), so that /openapi.json, the docs UI at /docs and any
+// generator reading either see the same document: the one error body in place of the framework's decode error,
+// and the 413/415/429 answers the edge gives before routing.
+const BadRequestRef = "#/components/schemas/BadRequest"
+const DecodeErrorRef = "#/components/schemas/HttpApiDecodeError"
+
 const errorResponse = (description: string) => ({
   description,
-  content: { "application/json": { schema: { $ref: "#/components/schemas/BadRequest" } } }
+  content: { "application/json": { schema: { $ref: BadRequestRef } } }
 })
 
-export const openApiDocument = (baseUrl: string) => {
-  const spec = JSON.parse(JSON.stringify(OpenApi.fromApi(Api))) as any
-  const decodeError = { $ref: "#/components/schemas/HttpApiDecodeError" }
+const withoutDecodeError = (schema: any) => {
+  if (schema?.$ref === DecodeErrorRef) return { $ref: BadRequestRef }
+  if (!Array.isArray(schema?.anyOf)) return schema
+  const anyOf = schema.anyOf.filter((s: any) => s?.$ref !== DecodeErrorRef)
+  return anyOf.length === 0 ? { $ref: BadRequestRef } : { ...schema, anyOf }
+}
+
+export const pipelineAnswers = (document: Record<string, any>): Record<string, any> => {
+  const spec = structuredClone(document)
   for (const [path, item] of Object.entries<any>(spec.paths)) {
     for (const operation of Object.values<any>(item)) {
       for (const response of Object.values<any>(operation.responses ?? {})) {
-        const schema = response.content?.["application/json"]?.schema
-        if (schema?.anyOf) {
-          schema.anyOf = schema.anyOf.filter((s: any) => JSON.stringify(s) !== JSON.stringify(decodeError))
-          if (schema.anyOf.length === 0) {
-            response.content["application/json"].schema = { $ref: "#/components/schemas/BadRequest" }
-          }
-        } else if (JSON.stringify(schema) === JSON.stringify(decodeError)) {
-          response.content["application/json"].schema = { $ref: "#/components/schemas/BadRequest" }
-        }
+        const json = response.content?.["application/json"]
+        if (json !== undefined) json.schema = withoutDecodeError(json.schema)
       }
       if (operation.requestBody !== undefined) {
         operation.responses["413"] ??= errorResponse(ErrorCatalog.body_too_large.summary)
@@ -37,9 +40,15 @@ export const openApiDocument = (baseUrl: string) => {
   delete spec.components.schemas.HttpApiDecodeError
   delete spec.components.schemas.Issue
   delete spec.components.schemas.PropertyKey
-  return {
-    ...spec,
-    info: { ...spec.info, title: "paysub", version: "1", description: `Errors: ${baseUrl}/docs/errors` },
-    servers: [{ url: baseUrl }]
-  }
+  return spec
 }
+
+// The API as documented at one base URL: its servers and the error catalogue's address are known only at start.
+export const documentedApi = (api: HttpApi.HttpApi.Any, baseUrl: string): HttpApi.HttpApi.Any =>
+  (api as HttpApi.HttpApi.AnyWithProps).annotateContext(OpenApi.annotations({
+    description: `Errors: ${baseUrl}/docs/errors`,
+    servers: [{ url: baseUrl }]
+  }))
+
+export const openApiDocument = (api: HttpApi.HttpApi.Any, baseUrl: string) =>
+  OpenApi.fromApi(documentedApi(api, baseUrl) as any)

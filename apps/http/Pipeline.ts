@@ -1,9 +1,10 @@
 import { type HttpApi, type HttpApiEndpoint, type HttpApiGroup, HttpServerResponse } from "@effect/platform"
-import { Context, Effect, type Fiber, FiberRefs, Layer, Runtime } from "effect"
+import { Cause, Context, Effect, Exit, type Fiber, FiberRefs, Layer, Option, Runtime } from "effect"
 import { SiteSettings } from "../../core/SiteSettings.ts"
 import { apiError } from "./ApiError.ts"
 import { groupTag } from "./ApiHandlers.ts"
 import type { RequestHeaders } from "./Caching.ts"
+import type { Cors } from "./Cors.ts"
 import {
   acceptedBodies,
   CurrentRequestId,
@@ -17,7 +18,10 @@ import {
   requestIdOf
 } from "./Edge.ts"
 import { compileEndpoint, type Endpoint } from "./Endpoint.ts"
+import { rateLimitedLabels, rateLimitedRequests, recordAnswer } from "./Observability.ts"
 import { makeRouter } from "./Routes.ts"
+import { authenticatedAs } from "./Security.ts"
+import { SharedLimiter } from "./SharedLimiter.ts"
 import { traceEcho } from "./Trace.ts"
 
 // The one request pipeline, derived from the HttpApi: every request, on Node and on Deno, is routed by the
@@ -43,6 +47,11 @@ export interface IncomingRequest {
 
 export class BodyTooLarge extends Error {}
 
+const clientIdOf = (client: unknown): string =>
+  typeof client === "object" && client !== null && typeof (client as { id?: unknown }).id === "string"
+    ? (client as { id: string }).id
+    : ""
+
 // The fiber answering a request; observe it with addObserver (called at once when it is already done).
 export type Pipeline = (request: IncomingRequest) => Fiber.RuntimeFiber<HttpServerResponse.HttpServerResponse>
 
@@ -50,6 +59,12 @@ export interface PipelineOptions {
   readonly maxBodyBytes: number
   readonly trace: boolean
   readonly limiters: Limiters
+  // SUBSCRIBE_ALLOWED_ORIGINS (apps/http/Cors.ts): preflights, and the headers of the answers, for those origins.
+  readonly cors?: Cors | undefined
+  // A span per request (route template, status) when a tracer exports them; none, at no cost, otherwise.
+  readonly tracing: boolean
+  // The access line's fields as log annotations (JSON lines), or all in its message (one line of text).
+  readonly logFormat: "json" | "text"
 }
 
 export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.HttpApiGroup.Any, E, R>(
@@ -59,6 +74,7 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
   Effect.gen(function*() {
     const { render, respond } = makeResponder((yield* SiteSettings).baseUrl)
     const base = yield* Effect.runtime<never>()
+    const shared = Option.getOrUndefined(yield* Effect.serviceOption(SharedLimiter))
     const bodyTooLarge = () => apiError("body_too_large", "The request body is too large.")
     const readBody = (request: IncomingRequest) =>
       Effect.catchAll(
@@ -74,7 +90,11 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
         if (item === undefined) return yield* Effect.dieMessage(`${group.identifier}.${endpoint} has no handler`)
         if (item.withFullRequest) return yield* Effect.dieMessage(`${group.identifier}.${endpoint}: handleRaw`)
         const { method, path } = item.endpoint as HttpApiEndpoint.HttpApiEndpoint.AnyWithProps
-        routes.push({ method, path, value: compileEndpoint(group, item, implemented.context, base, readBody) })
+        routes.push({
+          method,
+          path,
+          value: compileEndpoint(group, item, implemented.context, base, readBody, options.tracing)
+        })
       }
     }
     const router = makeRouter(routes, { trace: options.trace })
@@ -97,6 +117,11 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
       readonly params: Readonly<Record<string, string>>
     }
 
+    // The route template of the request being routed (routing is synchronous), for its metrics, log and span.
+    let template = "unmatched"
+    // The shared limit's check, when the request draws from a bucket and the instances share them.
+    let sharedCheck: Effect.Effect<number> | undefined
+
     // What is decided before the endpoint runs, in this order: TRACE, OPTIONS, 405 + Allow, rate limits, the
     // declared length, the media type, 404.
     const route = (
@@ -107,6 +132,7 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
       const { headers, method } = request
       const resource = router.lookup(pathname)
       const allowed = resource?.allowed
+      template = resource?.route(method)?.route ?? "unmatched"
       if (method === "TRACE") {
         if (options.trace) return Effect.succeed(traceEcho(request))
         if (allowed === undefined) return Effect.fail(apiError("route_not_found", "No such route."))
@@ -117,7 +143,10 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
         ))
       }
       if (allowed !== undefined && method === "OPTIONS") {
-        return Effect.succeed(HttpServerResponse.empty({ status: 204, headers: { allow: allowed.join(", ") } }))
+        return Effect.succeed(
+          options.cors?.preflight(pathname, headers, allowed) ??
+            HttpServerResponse.empty({ status: 204, headers: { allow: allowed.join(", ") } })
+        )
       }
       if (allowed !== undefined && !allowed.includes(method)) {
         return Effect.succeed(render(
@@ -131,7 +160,11 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
       }
       const limited = limitKey(method, pathname, headers.authorization, request.remoteAddress, options.limiters)
       const wait = limited === undefined ? 0 : options.limiters[limited[1]](limited[0], Date.now())
-      if (wait > 0) return Effect.succeed(render(rateLimited(wait), requestId, { "retry-after": String(wait) }))
+      sharedCheck = limited === undefined || shared === undefined ? undefined : shared(limited[1], limited[0])
+      if (wait > 0) {
+        rateLimitedRequests.unsafeUpdate(1, rateLimitedLabels(limited![1]))
+        return Effect.succeed(render(rateLimited(wait), requestId, { "retry-after": String(wait) }))
+      }
       if (Number(headers["content-length"] ?? 0) > options.maxBodyBytes) {
         return Effect.fail(apiError("body_too_large", `The request body is larger than ${options.maxBodyBytes} bytes.`))
       }
@@ -148,23 +181,59 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
         ? HttpServerResponse.setHeader(response, "content-length", String(response.body.body.length))
         : response
 
+    const traced = (
+      effect: Effect.Effect<HttpServerResponse.HttpServerResponse>,
+      method: string,
+      route: string
+    ) =>
+      Effect.withSpan(
+        Effect.tap(effect, (response) => Effect.annotateCurrentSpan("http.response.status_code", response.status)),
+        `${method} ${route}`,
+        { kind: "server", attributes: { "http.request.method": method, "http.route": route } }
+      )
+
     return (request) => {
+      const startedAt = performance.now()
       const requestId = requestIdOf(request.headers[RequestIdHeader])
       const queryAt = request.url.indexOf("?")
       const pathname = queryAt === -1 ? request.url : request.url.slice(0, queryAt)
+      sharedCheck = undefined
       const routed = route(request, pathname, requestId)
+      const routeTemplate = template
+      const check = sharedCheck as Effect.Effect<number> | undefined
       let runtime = unrouted
       let effect: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>
       if (Effect.isEffect(routed)) effect = routed
       else {
         runtime = routed.endpoint.runtime
-        effect = routed.endpoint.run(request, routed.params, queryAt === -1 ? "" : request.url.slice(queryAt + 1))
+        const query = queryAt === -1 ? "" : request.url.slice(queryAt + 1)
+        const run = routed.endpoint.run
+        effect = check === undefined ? run(request, routed.params, query) : Effect.flatMap(check, (wait) => {
+          if (wait === 0) return run(request, routed.params, query)
+          rateLimitedRequests.unsafeUpdate(1, rateLimitedLabels("shared"))
+          return Effect.succeed(render(rateLimited(wait), requestId, { "retry-after": String(wait) }))
+        })
       }
-      const answered = respond(requestId, effect)
-      return Runtime.runFork(runtime)(request.method === "HEAD" ? Effect.map(answered, headLength) : answered, {
+      const cors = options.cors
+      const answered = cors === undefined
+        ? respond(requestId, effect)
+        : Effect.map(respond(requestId, effect), (r) => cors.answer(request.method, pathname, request.headers, r))
+      const headed = request.method === "HEAD" ? Effect.map(answered, headLength) : answered
+      const fiber = Runtime.runFork(runtime)(options.tracing ? traced(headed, request.method, routeTemplate) : headed, {
         updateRefs: (refs, fiberId) =>
           FiberRefs.updateAs(refs, { fiberId, fiberRef: CurrentRequestId, value: requestId })
       })
+      fiber.addObserver((exit) =>
+        recordAnswer(fiber, {
+          method: request.method,
+          route: routeTemplate,
+          status: Exit.isSuccess(exit) ? exit.value.status : Cause.isInterruptedOnly(exit.cause) ? 499 : 500,
+          requestId,
+          startedAt,
+          clientId: clientIdOf(authenticatedAs.get(request))
+        }, options.logFormat)
+      )
+      return fiber
     }
   })
 

@@ -5,6 +5,10 @@ import type { IncomingRequest } from "./Pipeline.ts"
 
 const BearerPrefixLength = "Bearer ".length
 
+// Who each request was authenticated as (what its security middleware provides: the API client), for the access
+// line; kept beside the request rather than in a FiberRef, whose every set copies the fiber's refs.
+export const authenticatedAs = new WeakMap<IncomingRequest, unknown>()
+
 // An endpoint's security middleware, as HttpApiBuilder applies it: each tag's implementation (a service of the
 // group's context) is given the request's Bearer credential, and what it provides (the API client) is
 // provided to the step it wraps. Only Bearer credentials and security middleware are supported: a rule that is
@@ -46,10 +50,10 @@ export const secured = (
       : provides === undefined
       ? (request, params, query) => Effect.flatMap(authenticate(request), () => inner(request, params, query))
       : (request, params, query) =>
-        Effect.flatMap(
-          authenticate(request),
-          (value) => Effect.provideService(inner(request, params, query), provides, value)
-        )
+        Effect.flatMap(authenticate(request), (value) => {
+          authenticatedAs.set(request, value)
+          return Effect.provideService(inner(request, params, query), provides, value)
+        })
   }
   return run
 }

@@ -1,11 +1,13 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
-import { Schema } from "effect"
+import { DateTime, Schema } from "effect"
 import { Email } from "../../core/Email.ts"
 import { FeedName } from "../../core/Feed.ts"
-import { SubscriberName, SubscriptionId, SubscriptionStatus } from "../../core/Subscription.ts"
+import { SubscriberName, type Subscription, SubscriptionId, SubscriptionStatus } from "../../core/Subscription.ts"
 import { SubscribeRequest, SubscriptionReceipt } from "../../core/Subscriptions.ts"
 import { AdminAuth } from "./AdminAuth.ts"
 import { BadRequest, NotFound, Unauthorized, UnsupportedMediaType } from "./ApiError.ts"
+import { HtmlForm } from "./Endpoint.ts"
+import { signupFormAnswers } from "./SignupPage.ts"
 
 // Interface 2.3: exactly `message` and `subscription {name, email, id, feed}`.
 export class SubscribeResponse extends Schema.Class<SubscribeResponse>("SubscribeResponse")({
@@ -22,6 +24,18 @@ export class SubscriptionView extends Schema.Class<SubscriptionView>("Subscripti
   created: Schema.String,
   updated: Schema.String
 }) {}
+
+// The domain Subscription as the wire shows it (the answers and the events).
+export const subscriptionView = (s: Subscription) =>
+  new SubscriptionView({
+    id: s.id,
+    name: s.name,
+    email: s.email,
+    feed: s.feed,
+    status: s.status,
+    created: DateTime.formatIso(s.createdAt),
+    updated: DateTime.formatIso(s.updatedAt)
+  })
 
 export class SubscriptionEnvelope extends Schema.Class<SubscriptionEnvelope>("SubscriptionEnvelope")({
   message: Schema.optional(Schema.String),
@@ -44,14 +58,48 @@ export const SubscribePayload = Schema.Union(
   SubscribeRequest
 )
 
+export const SubscriptionList = Schema.Struct({
+  object: Schema.Literal("list"),
+  data: Schema.Array(SubscriptionView),
+  has_more: Schema.Boolean
+})
+
+const Limit = Schema.NumberFromString.pipe(
+  Schema.int(),
+  Schema.between(1, 100),
+  Schema.annotations({ message: () => "limit is an integer from 1 to 100." })
+)
+const Cursor = Schema.NumberFromString.pipe(
+  Schema.compose(SubscriptionId),
+  Schema.annotations({ message: () => "starting_after must be a subscription id (a positive integer)." })
+)
+const Status = SubscriptionStatus.annotations({
+  message: () => "status must be pending, active or unsubscribed."
+})
+export const ListParams = Schema.Struct({
+  feed: Schema.optional(FeedName),
+  status: Schema.optional(Status),
+  limit: Schema.optional(Limit),
+  starting_after: Schema.optional(Cursor)
+})
+const Csv = HttpApiSchema.Text({ contentType: "text/csv" })
+
 export class SubscriptionsApi extends HttpApiGroup.make("subscriptions")
   .add(
     HttpApiEndpoint.post("subscribe", "/subscribe")
       .setPayload(SubscribePayload)
       .addSuccess(SubscribeResponse)
+      .addSuccess(Html)
       .addError(BadRequest)
       .addError(NotFound)
       .addError(UnsupportedMediaType)
+      .annotate(HtmlForm, signupFormAnswers)
+  )
+  .add(
+    HttpApiEndpoint.get("signupPage", "/subscribe")
+      .setUrlParams(Schema.Struct({ feed: Schema.optional(Schema.String) }))
+      .addSuccess(Html)
+      .addError(NotFound)
   )
   .add(
     HttpApiEndpoint.get("confirmPage", "/subscribe/confirm").setUrlParams(TokenParams).addSuccess(Html).addError(
@@ -80,6 +128,19 @@ export class SubscriptionsApi extends HttpApiGroup.make("subscriptions")
       .addError(BadRequest)
       .addError(NotFound)
       .addError(UnsupportedMediaType)
+  )
+  .add(
+    // The operator's view: a page of subscriptions (oldest first), or with Accept: text/csv a feed's
+    // subscribers (active ones unless status says otherwise) as CSV, streamed.
+    HttpApiEndpoint.get("list", "/subscriptions")
+      .setUrlParams(ListParams)
+      .setHeaders(Schema.Struct({ accept: Schema.optional(Schema.String) }))
+      .addSuccess(SubscriptionList)
+      .addSuccess(Csv)
+      .addError(BadRequest)
+      .addError(NotFound)
+      .addError(Unauthorized)
+      .middleware(AdminAuth)
   )
   .add(
     HttpApiEndpoint.get("get", "/subscriptions/:id")

@@ -1,27 +1,22 @@
-import { type HttpServerRequest } from "@effect/platform"
-import { DateTime, Effect, Option, Schema } from "effect"
+import { type HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Option, Schema } from "effect"
+import { FeedName } from "../../core/Feed.ts"
+import { SubscriberDirectory } from "../../core/SubscriberDirectory.ts"
 import type { Subscription } from "../../core/Subscription.ts"
 import { type SubscribeRequest, Subscriptions } from "../../core/Subscriptions.ts"
 import { Token } from "../../core/Token.ts"
+import { subscribersCsv } from "../SubscribersCsv.ts"
 import { Api } from "./Api.ts"
 import { apiError } from "./ApiError.ts"
 import { group } from "./ApiHandlers.ts"
 import { Pages, wantsHtml } from "./Pages.ts"
-import { SubscribeResponse, SubscriptionEnvelope, SubscriptionView } from "./SubscriptionsApi.ts"
+import { signupPage, unknownFeed } from "./SignupPage.ts"
+import { SubscribeResponse, SubscriptionEnvelope, subscriptionView } from "./SubscriptionsApi.ts"
 
 export const pendingMessage = (email: string) =>
   `Your subscription is pending: a confirmation e-mail has been sent to ${email}. Follow the link in it to confirm.`
 
-const view = (s: Subscription) =>
-  new SubscriptionView({
-    id: s.id,
-    name: s.name,
-    email: s.email,
-    feed: s.feed,
-    status: s.status,
-    created: DateTime.formatIso(s.createdAt),
-    updated: DateTime.formatIso(s.updatedAt)
-  })
+const view = subscriptionView
 
 const invalidLink = (request: HttpServerRequest.HttpServerRequest) =>
   wantsHtml(request.headers.accept)
@@ -29,6 +24,8 @@ const invalidLink = (request: HttpServerRequest.HttpServerRequest) =>
     : Effect.fail(apiError("token_invalid", "This link is unknown, already used or expired.", { param: "token" }))
 
 const parseToken = Schema.decodeUnknownOption(Token)
+const parseFeed = Schema.decodeUnknownOption(FeedName)
+const DefaultListLimit = 10
 
 // The token of a POST: from the query or the body, the same in both when both carry one.
 const postedToken = (query: string | undefined, body: string | undefined) => {
@@ -59,6 +56,7 @@ export const subscribeAnswer = (subscriptions: Subscriptions, payload: Subscribe
 export const SubscriptionsLive = group(Api, "subscriptions", (handlers) =>
   Effect.gen(function*() {
     const subscriptions = yield* Subscriptions
+    const directory = yield* SubscriberDirectory
 
     const withToken = <A, E, R>(
       request: HttpServerRequest.HttpServerRequest,
@@ -84,12 +82,51 @@ export const SubscriptionsLive = group(Api, "subscriptions", (handlers) =>
 
     return handlers
       .handle("subscribe", ({ payload }) => subscribeAnswer(subscriptions, payload))
+      .handle("signupPage", ({ urlParams }) =>
+        Option.match(parseFeed(urlParams.feed ?? "default"), {
+          onNone: () => Effect.succeed(unknownFeed()),
+          onSome: (name) =>
+            subscriptions.feed(name).pipe(
+              Effect.map((feed) => signupPage({ feed: feed.name, heading: `Subscribe to ${feed.title}` })),
+              Effect.catchTag("FeedNotFound", () => Effect.succeed(unknownFeed()))
+            )
+        }))
+      .handle("list", ({ headers, urlParams }) => {
+        const { feed, limit, starting_after, status } = urlParams
+        if (headers.accept?.includes("text/csv")) {
+          if (feed === undefined) {
+            return Effect.fail(
+              apiError("parameter_missing", "Missing required parameter: feed (the CSV export is per feed).", {
+                param: "feed"
+              })
+            )
+          }
+          return directory.exportFeed(feed, status ?? "active").pipe(
+            Effect.map((rows) =>
+              HttpServerResponse.stream(subscribersCsv(rows), {
+                contentType: "text/csv; charset=utf-8",
+                headers: {
+                  "content-disposition": `attachment; filename="${feed}-subscribers.csv"`,
+                  "cache-control": "no-store"
+                }
+              })
+            ),
+            Effect.catchTag("FeedNotFound", () =>
+              Effect.fail(apiError("resource_missing", "No feed has this name.", { param: "feed" })))
+          )
+        }
+        return Effect.map(
+          directory.list({ feed, status, startingAfter: starting_after, limit: limit ?? DefaultListLimit }),
+          (page) => ({ object: "list" as const, data: page.data.map(view), has_more: page.hasMore })
+        )
+      })
       .handle("confirmPage", ({ request, urlParams }) =>
         withToken(request, urlParams.token, (token) =>
           Effect.flatMap(
             subscriptions.pendingConfirmation(token),
             Option.match({
-              onNone: () => invalidLink(request),
+              onNone: () =>
+                invalidLink(request),
               onSome: (s) => Effect.succeed(Pages.confirm(token, s.feed, s.email))
             })
           )))

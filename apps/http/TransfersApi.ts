@@ -29,7 +29,7 @@ export const TransferView = Schema.Struct({
   reference: Schema.String,
   amount: Schema.String,
   currency: Schema.String,
-  status: Schema.Literal("pending", "approved", "declined"),
+  status: Schema.Literal("pending", "unknown", "approved", "declined"),
   sender: Schema.Struct({
     ...Party,
     card: Schema.Struct({
@@ -86,6 +86,8 @@ export class TransfersApi extends HttpApiGroup.make("transfers")
       .setPayload(CreateTransferPayload)
       .setHeaders(Schema.Struct({ "idempotency-key": Schema.optional(IdempotencyKey) }))
       .addSuccess(TransferEnvelope, { status: 201 })
+      // The outcome is not known yet (docs/unknown-outcomes.md): the transfer, `unknown`, with its Location.
+      .addSuccess(TransferEnvelope.annotations({ identifier: "PendingTransferEnvelope" }), { status: 202 })
       .addError(BadRequest)
       .addError(PaymentRequired)
       .addError(Conflict)

@@ -11,6 +11,7 @@ import { group } from "./ApiHandlers.ts"
 import { cacheableJson } from "./Caching.ts"
 import { CurrentRequestId, errorBody } from "./Edge.ts"
 import { CurrentClient } from "./MerchantAuth.ts"
+import { countTransfer } from "./Observability.ts"
 import { transferView } from "./TransfersApi.ts"
 
 const isTransferId = Schema.is(TransferId)
@@ -27,12 +28,18 @@ const answers = (baseUrl: string) => {
     const headers: Record<string, string> = replayed ? { "idempotent-replayed": "true" } : {}
     const error = (e: Parameters<typeof errorBody>[1]) => JSON.stringify(errorBody(baseUrl, e, requestId))
     if (answer._tag === "ReferenceTaken") {
+      if (!replayed) countTransfer("reference_taken")
       const conflict = apiError("duplicate_reference", `A transfer with this reference exists: ${answer.existing}.`, {
         param: "payment_transfer.reference"
       })
       return json(409, error(conflict), headers)
     }
     const t = answer.transfer
+    if (!replayed) countTransfer(t.status, t.failure?.code, t.failure?.decline_code)
+    // Not settled yet: accepted, with the transfer to look at later (its key replays this until it is final).
+    if (t.status === "pending" || t.status === "unknown") {
+      return json(202, envelope(t), { ...headers, location: location(t.id) })
+    }
     if (t.failure === undefined) return json(201, envelope(t), { ...headers, location: location(t.id) })
     const declined = apiError(t.failure.code, cardErrorMessages[t.failure.code], {
       ...(t.failure.decline_code ? { decline_code: t.failure.decline_code } : {}),

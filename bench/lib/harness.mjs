@@ -254,23 +254,28 @@ export const machineInfo = () => {
 
 // ---- the SMTP sink (a child process: its work does not land on the load generator's event loop)
 
-export const startSmtpSink = () =>
+export const startSmtpSink = (port) => startSink("bench/smtp-sink.mjs", port)
+// bench/webhook-sink.mjs: count() answers the deliveries received; distinct() the distinct webhook-ids.
+export const startWebhookSink = (port) => startSink("bench/webhook-sink.mjs", port)
+
+const startSink = (file, port) =>
   new Promise((ok, fail) => {
-    const child = track(fork(join(root, "bench/smtp-sink.mjs"), [], { stdio: ["ignore", "ignore", "inherit", "ipc"] }))
-    const timer = setTimeout(() => fail(new Error("the SMTP sink did not start within 10 s")), 10_000)
-    child.once("exit", (code) => fail(new Error(`the SMTP sink exited with ${code}`)))
+    const args = port === undefined ? [] : [String(port)]
+    const child = track(fork(join(root, file), args, { stdio: ["ignore", "ignore", "inherit", "ipc"] }))
+    const timer = setTimeout(() => fail(new Error(`${file} did not start within 10 s`)), 10_000)
+    child.once("exit", (code) => fail(new Error(`${file} exited with ${code}`)))
     child.on("message", (m) => {
       if (m?.type !== "listening") return
       clearTimeout(timer)
       ok({
         port: m.port,
         pid: child.pid,
-        count: () =>
+        count: (field = "count") =>
           new Promise((res) => {
             const onMessage = (r) => {
               if (r?.type !== "count") return
               child.off("message", onMessage)
-              res(r.count)
+              res(r[field])
             }
             child.on("message", onMessage)
             child.send({ type: "count" })
@@ -340,6 +345,17 @@ export const targetDefinitions = {
     command: () => [process.execPath, "bench/ref-node-http.mjs", "--postgres"],
     database: "postgres"
   },
+  // The service with one webhook endpoint for its client, registered at a local receiver (bench/webhook-sink.mjs):
+  // every write also records an event and a delivery, which the worker sends. Only with --targets=service-hooks.
+  "service-hooks": {
+    label: "service + 1 webhook endpoint (node, sqlite)",
+    short: "service-hooks",
+    command: nodeService,
+    bundle: true,
+    database: "sqlite",
+    app: true,
+    webhooks: true
+  },
   // Two processes of the bundle on one database, each on its own port; the load is split between them.
   "service-pg-x2": {
     label: "service x2 (node, postgres)",
@@ -384,7 +400,7 @@ export const startTarget = async (name, options) => {
 
 const startInstance = async (
   name,
-  { dataDir, smtpPort, databaseUrl, extraNodeArgs = [], env = {}, apiKey: knownKey }
+  { dataDir, smtpPort, databaseUrl, extraNodeArgs = [], env = {}, apiKey: knownKey, webhookPort }
 ) => {
   const def = targetDefinitions[name]
   if (def.bundle) buildApp()
@@ -402,6 +418,7 @@ const startInstance = async (
     SUBSCRIBE_RATE_LIMIT: "0",
     MERCHANT_RATE_LIMIT: "0",
     NO_COLOR: "1",
+    ...(def.webhooks ? { WEBHOOK_ALLOW_HTTP: "on", WEBHOOK_ALLOW_PRIVATE: "on" } : {}),
     ...env
   }
   const child = track(
@@ -431,6 +448,14 @@ const startInstance = async (
       if (ready) break
     }
     await sleep(100)
+  }
+  if (def.webhooks && webhookPort !== undefined) {
+    const registered = await fetch(`${baseUrl}/webhook_endpoints`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}` },
+      body: JSON.stringify({ url: `http://127.0.0.1:${webhookPort}/hooks`, enabled_events: ["*"] })
+    })
+    if (registered.status !== 201) throw new Error(`${name}: webhook endpoint answered ${registered.status}`)
   }
   return {
     name,

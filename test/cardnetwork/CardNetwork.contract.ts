@@ -116,6 +116,14 @@ export const cardNetworkContract = <E>(name: string, makeLayer: () => Layer.Laye
         }
       })))
 
+    it.live("a transfer it was never asked about is NotFound to a lookup", () =>
+      run(Effect.gen(function*() {
+        const network = yield* CardNetwork
+        assert.deepStrictEqual(yield* network.lookup(authorizationRequest("4242424242424242").transferId), {
+          _tag: "NotFound"
+        })
+      })))
+
     it.live("answers concurrent requests for different transfers each by its own card", () =>
       run(Effect.gen(function*() {
         const results = yield* Effect.forEach(

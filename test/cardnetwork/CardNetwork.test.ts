@@ -9,10 +9,16 @@ import {
   sandboxAuthorizationCode,
   SandboxCardNetwork,
   sandboxCards,
-  sandboxDecision
+  sandboxDecision,
+  sandboxTimeoutCards
 } from "../../adapters/cardnetwork/SandboxCardNetwork.ts"
 import { luhn } from "../../core/Card.ts"
-import { type AuthorizationRequest, CardNetwork, type CardNetworkUnavailable } from "../../core/CardNetwork.ts"
+import {
+  type AuthorizationRequest,
+  CardNetwork,
+  type CardNetworkOutcomeUnknown,
+  type CardNetworkUnavailable
+} from "../../core/CardNetwork.ts"
 import {
   startProcessor,
   stopProcessor,
@@ -68,6 +74,30 @@ describe("SandboxCardNetwork", () => {
       assert.deepStrictEqual(yield* network.authorize(request), first)
     }))
 
+  it.effect("its time-out test cards answer a time-out first, then their outcome to a lookup", () =>
+    Effect.gen(function*() {
+      const network = yield* Effect.provide(CardNetwork, SandboxCardNetwork.layer)
+      const [approves, declines] = sandboxTimeoutCards
+      for (const card of sandboxTimeoutCards) {
+        assert.isTrue(luhn(card.pan), card.pan)
+        assert.isFalse(sandboxCards.some((c) => c.pan === card.pan))
+      }
+      const first = authorizationRequest(approves!.pan)
+      const second = authorizationRequest(declines!.pan)
+      assert.strictEqual((yield* Effect.flip(network.authorize(first)))._tag, "CardNetworkOutcomeUnknown")
+      assert.strictEqual((yield* Effect.flip(network.authorize(second)))._tag, "CardNetworkOutcomeUnknown")
+      assert.deepStrictEqual(yield* network.lookup(first.transferId), {
+        _tag: "Approved",
+        authorizationCode: sandboxAuthorizationCode(first.transferId)
+      })
+      assert.deepStrictEqual(yield* network.lookup(second.transferId), {
+        _tag: "Declined",
+        code: "card_declined",
+        declineCode: "generic_decline"
+      })
+      assert.deepStrictEqual(yield* network.lookup(authorizationRequest(Visa).transferId), { _tag: "NotFound" })
+    }))
+
   it.effect("checks neither the Luhn digit nor the expiry: the core does that before asking", () =>
     Effect.gen(function*() {
       const network = yield* Effect.provide(CardNetwork, SandboxCardNetwork.layer)
@@ -97,7 +127,7 @@ const forKey = (processor: TestProcessor, key: string) =>
   processor.requests.filter((r) => r.idempotencyKey === key).map((r) => `${r.handling} ${r.status ?? "-"}`)
 
 // No card data in the failure: neither its reason, its message, its JSON nor its rendering as text.
-const assertNoCardData = (error: CardNetworkUnavailable, request: AuthorizationRequest) => {
+const assertNoCardData = (error: CardNetworkUnavailable | CardNetworkOutcomeUnknown, request: AuthorizationRequest) => {
   const secrets = [Redacted.value(request.pan), Redacted.value(request.cvc), SampleAuthenticationValue]
   for (const text of [error.reason, error.message, String(error), JSON.stringify(error)]) {
     for (const secret of secrets) assert.notInclude(text, secret, `${secret} in ${text}`)
@@ -194,6 +224,8 @@ describe("HttpCardNetwork", () => {
       processor.failNext(3, 503)
       const request = authorizationRequest(Visa)
       const error = yield* Effect.flip(network.authorize(request))
+      // It reached the processor, which failed on its side: the outcome is unknown, not a refusal.
+      assert.strictEqual(error._tag, "CardNetworkOutcomeUnknown")
       assert.strictEqual(error.reason, "card network answered HTTP 503 (3 attempts)")
       assert.deepStrictEqual(forKey(processor, request.transferId), ["failed 503", "failed 503", "failed 503"])
       assert.strictEqual(processor.authorizations, 1)
@@ -206,6 +238,7 @@ describe("HttpCardNetwork", () => {
       processor.failNext(1, 500)
       const request = authorizationRequest(Visa)
       const error = yield* Effect.flip(network.authorize(request))
+      assert.strictEqual(error._tag, "CardNetworkOutcomeUnknown")
       assert.strictEqual(error.reason, "card network answered HTTP 500")
       assert.deepStrictEqual(forKey(processor, request.transferId), ["failed 500"])
 
@@ -214,10 +247,10 @@ describe("HttpCardNetwork", () => {
         HttpCardNetwork.layerFetch({ url: processor.url, apiKey: Redacted.make("sk_wrong") })
       )
       const unauthorized = authorizationRequest(Visa)
-      assert.strictEqual(
-        (yield* Effect.flip(wrongKey.authorize(unauthorized))).reason,
-        "card network answered HTTP 401"
-      )
+      const refused = yield* Effect.flip(wrongKey.authorize(unauthorized))
+      // A 4xx refuses the request: nothing was authorized, nothing is unknown.
+      assert.strictEqual(refused._tag, "CardNetworkUnavailable")
+      assert.strictEqual(refused.reason, "card network answered HTTP 401")
       assert.deepStrictEqual(forKey(processor, unauthorized.transferId), ["rejected 401"])
 
       const invalid = authorizationRequest(Visa, { cvc: Redacted.make("12") })
@@ -236,7 +269,7 @@ describe("HttpCardNetwork", () => {
       assert.deepStrictEqual(forKey(processor, request.transferId), ["decided 200", "replayed 200"])
     }))
 
-  it.scopedLive("gives up with CardNetworkUnavailable within the configured time-out on a processor that hangs", () =>
+  it.scopedLive("gives up with CardNetworkOutcomeUnknown within the configured time-out on a processor that hangs", () =>
     Effect.gen(function*() {
       const { network, processor } = yield* withProcessor(undefined, { timeout: "400 millis" })
       processor.hangNext(1)
@@ -246,13 +279,64 @@ describe("HttpCardNetwork", () => {
       const elapsed = Date.now() - started
       assert.isAtLeast(elapsed, 350)
       assert.isBelow(elapsed, 2000, "well before the 10 s default")
-      assert.strictEqual(error._tag, "CardNetworkUnavailable")
+      assert.strictEqual(error._tag, "CardNetworkOutcomeUnknown")
       assert.include(error.reason, "no answer within 400ms")
       assertNoCardData(error, request)
 
       // The hanging request did not decide anything; the same transfer goes through afterwards.
       assert.strictEqual((yield* network.authorize(request))._tag, "Approved")
       assert.strictEqual(processor.authorizations, 1)
+    }))
+
+  // Regression test: Transfers.submit runs the call inside an uninterruptible region, where Effect.timeout
+  // could not interrupt it, and a processor that never answered made the merchant's request hang for good.
+  it.scopedLive("times out inside an uninterruptible region too", () =>
+    Effect.gen(function*() {
+      const { network, processor } = yield* withProcessor(undefined, { timeout: "300 millis" })
+      processor.hangNext(1)
+      const started = Date.now()
+      const error = yield* Effect.flip(Effect.uninterruptible(network.authorize(authorizationRequest(Visa))))
+      assert.isBelow(Date.now() - started, 2000)
+      assert.strictEqual(error._tag, "CardNetworkOutcomeUnknown")
+    }))
+
+  it.scopedLive("a connection dropped after the request was sent is an unknown outcome; refused is unavailable", () =>
+    Effect.gen(function*() {
+      const { network, processor } = yield* withProcessor()
+      processor.dropNext(3)
+      const dropped = yield* Effect.flip(network.authorize(authorizationRequest(Visa)))
+      assert.strictEqual(dropped._tag, "CardNetworkOutcomeUnknown", dropped.reason)
+      yield* stopProcessor(processor)
+      const refused = yield* Effect.flip(network.authorize(authorizationRequest(Visa)))
+      assert.strictEqual(refused._tag, "CardNetworkUnavailable", refused.reason)
+    }))
+
+  it.scopedLive("looks a transfer up: its decision, pending while undecided, NotFound when never received", () =>
+    Effect.gen(function*() {
+      const { network, processor } = yield* withProcessor()
+      const decided = authorizationRequest("4000000000009995")
+      yield* network.authorize(decided)
+      assert.deepStrictEqual(yield* network.lookup(decided.transferId), {
+        _tag: "Declined",
+        code: "insufficient_funds"
+      })
+      assert.deepStrictEqual(yield* network.lookup("tr_never_sent"), { _tag: "NotFound" })
+      const hung = authorizationRequest(Visa)
+      processor.hangNext(1)
+      const timedOut = yield* Effect.flip(
+        Effect.provide(
+          Effect.flatMap(CardNetwork, (n) => n.authorize(hung)),
+          HttpCardNetwork.layerFetch({ url: processor.url, apiKey: Redacted.make(ApiKey), timeout: "300 millis" })
+        )
+      )
+      assert.strictEqual(timedOut._tag, "CardNetworkOutcomeUnknown")
+      assert.deepStrictEqual(yield* network.lookup(hung.transferId), { _tag: "Undecided" })
+      processor.decideHung()
+      assert.strictEqual((yield* network.lookup(hung.transferId))._tag, "Approved")
+      assert.deepStrictEqual(processor.lookupsOf(hung.transferId), [200, 200])
+      yield* stopProcessor(processor)
+      const down = yield* Effect.flip(network.lookup(hung.transferId))
+      assert.strictEqual(down._tag, "CardNetworkUnavailable")
     }))
 
   it.scopedLive("the time-out bounds the retries as well", () =>
@@ -270,7 +354,7 @@ describe("HttpCardNetwork", () => {
     assert.isTrue(Duration.equals(DefaultTimeout, Duration.seconds(10)))
   })
 
-  it.scopedLive("fails with CardNetworkUnavailable on a malformed answer, without retrying", () =>
+  it.scopedLive("fails with CardNetworkOutcomeUnknown on a malformed 2xx answer, without retrying", () =>
     Effect.gen(function*() {
       const { network, processor } = yield* withProcessor()
       const malformed: ReadonlyArray<readonly [string, string, string?]> = [
@@ -287,7 +371,7 @@ describe("HttpCardNetwork", () => {
         processor.replyNext(1, contentType === undefined ? { body } : { body, contentType })
         const request = authorizationRequest(Visa)
         const error = yield* Effect.flip(network.authorize(request))
-        assert.strictEqual(error._tag, "CardNetworkUnavailable", body)
+        assert.strictEqual(error._tag, "CardNetworkOutcomeUnknown", body)
         assert.include(error.reason, expected, body)
         assert.deepStrictEqual(forKey(processor, request.transferId), ["scripted 200"], body)
       }

@@ -12,7 +12,7 @@ import {
   withoutTokens
 } from "../support/Mutations.ts"
 import { firstApiKey, unlimitedEnv } from "../support/Payments.ts"
-import { parseResponse, RawConnection } from "../support/RawHttp.ts"
+import { header, parseResponse, RawConnection } from "../support/RawHttp.ts"
 
 // A fuzzer of our own over raw HTTP: valid requests mutated (wrong shapes, card data in the wrong place or as a
 // number, deep nesting), sent with odd header fields (media types, Upgrade, Expect, chunked, invalid ids and
@@ -169,7 +169,14 @@ describe("fuzz over raw HTTP", () => {
           assert.isBelow(response.status, 500, `${what}: ${text}`)
           assert.deepStrictEqual(cardDataIn(text, c.mutation.secrets, cvcAlone(c.mutation)), [], `${what}: ${text}`)
           if (response.status >= 400) {
-            const found = leaks(response.body.toString("utf8"), c.mutation.secrets)
+            // A form's answer page for a person (Accept: text/html) gives back what they typed in the name and
+            // e-mail fields, escaped, so that they can correct it: only there may a value of the request appear.
+            // Card data may not appear anywhere (checked above, on the whole answer).
+            const body = response.body.toString("utf8")
+            const page = (header(response, "content-type") ?? "").startsWith("text/html")
+              ? body.replace(/(<input id="(?:name|email)"[^>]*) value="[^"]*"/g, "$1")
+              : body
+            const found = leaks(page, c.mutation.secrets)
             const expected = cvcAlone(c.mutation) ? found.filter((f) => f !== "the CVC") : found
             assert.deepStrictEqual(expected, [], `${what}: ${text}`)
           }

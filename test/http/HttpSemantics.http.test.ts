@@ -296,6 +296,8 @@ describe("HEAD answers every GET route like GET, without a body", () => {
     ["/feeds", () => ({})],
     ["/feeds/default", () => ({})],
     ["/feeds/no-such-feed", () => ({})],
+    ["/subscribe", () => ({})],
+    ["/subscriptions", () => adminHeaders],
     ["/subscriptions/{id}", () => adminHeaders],
     ["/subscriptions/{id} (no key)", () => ({})],
     ["/merchant/balance", () => ({ authorization: `Bearer ${sandboxKey}` })],
@@ -367,7 +369,7 @@ describe("TRACE", () => {
       assert.isTrue(echo.startsWith(`TRACE ${target} HTTP/1.1\r\n`), echo)
       for (const [name, value] of spec.headers as ReadonlyArray<[string, string]>) {
         if (["authorization", "cookie", "proxy-authorization"].includes(name.toLowerCase())) continue
-        // Deno hands the app header names in lower case (README: the one difference between runtimes).
+        // Deno hands the app header names in lower case (docs/operations.md, "Deno": one of the differences between runtimes).
         const line = process.env.APP_RUNTIME === "deno" ? `${name.toLowerCase()}: ${value}` : `${name}: ${value}`
         assert.include(echo, `\r\n${line}\r\n`, `${name} as sent`)
       }
@@ -384,7 +386,8 @@ describe("OPTIONS, 405 and 404", () => {
   const table: ReadonlyArray<[string, ReadonlyArray<string>]> = [
     ["/feeds/x", ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"]],
     ["/feeds", ["GET", "HEAD", "OPTIONS", "TRACE"]],
-    ["/subscribe", ["POST", "OPTIONS", "TRACE"]],
+    ["/subscribe", ["GET", "HEAD", "POST", "OPTIONS", "TRACE"]],
+    ["/subscriptions", ["GET", "HEAD", "OPTIONS", "TRACE"]],
     ["/subscribe/confirm", ["GET", "HEAD", "POST", "OPTIONS", "TRACE"]],
     ["/unsubscribe", ["GET", "HEAD", "POST", "OPTIONS", "TRACE"]],
     ["/subscriptions/1", ["GET", "HEAD", "OPTIONS", "TRACE"]],
@@ -405,7 +408,7 @@ describe("OPTIONS, 405 and 404", () => {
   }
 
   const notAllowed: ReadonlyArray<[string, string, ReadonlyArray<string>]> = [
-    ["DELETE", "/subscribe", ["POST", "OPTIONS", "TRACE"]],
+    ["DELETE", "/subscribe", ["GET", "HEAD", "POST", "OPTIONS", "TRACE"]],
     ["POST", "/healthz", ["GET", "HEAD", "OPTIONS", "TRACE"]],
     ["PATCH", "/feeds/x", ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"]],
     ["PUT", "/feeds", ["GET", "HEAD", "OPTIONS", "TRACE"]],
@@ -424,11 +427,13 @@ describe("OPTIONS, 405 and 404", () => {
     })
   }
 
-  it("HEAD /subscribe (a POST-only path): 405 with Allow, and no body", async () => {
-    const response = await raw({ method: "HEAD", target: "/subscribe" })
+  it("PUT /subscribe (a path with GET and POST): 405 with Allow, and no body for HEAD", async () => {
+    const response = await raw({ method: "PUT", target: "/subscribe" })
     assert.strictEqual(response.status, 405)
-    assert.sameMembers(allowOf(header(response, "allow")), ["POST", "OPTIONS", "TRACE"])
-    assert.strictEqual(response.rawBody.length, 0)
+    assert.sameMembers(allowOf(header(response, "allow")), ["GET", "HEAD", "POST", "OPTIONS", "TRACE"])
+    const head = await raw({ method: "HEAD", target: "/subscribe" })
+    assert.strictEqual(head.status, 200)
+    assert.strictEqual(head.rawBody.length, 0)
   })
 
   for (const [method, path] of [["GET", "/no/such/route"], ["OPTIONS", "/nope"], ["POST", "/feeds/x/y"]] as const) {
@@ -579,6 +584,8 @@ describe("GET /openapi.json", () => {
 
   const operations: ReadonlyArray<[string, string, ReadonlyArray<number>]> = [
     ["post", "/subscribe", [400, 404, 413, 415, 429]],
+    ["get", "/subscribe", [404]],
+    ["get", "/subscriptions", [400, 401, 404]],
     ["get", "/subscribe/confirm", [404]],
     ["post", "/subscribe/confirm", [400, 404, 415]],
     ["get", "/unsubscribe", [404]],
@@ -595,7 +602,17 @@ describe("GET /openapi.json", () => {
     ["get", "/healthz", []],
     ["get", "/readyz", []],
     ["get", "/docs/errors", []],
-    ["get", "/openapi.json", []]
+    ["get", "/openapi.json", []],
+    ["get", "/docs", []],
+    ["get", "/metrics", [401]],
+    ["post", "/webhook_endpoints", [400, 401, 413, 415]],
+    ["get", "/webhook_endpoints", [401]],
+    ["get", "/webhook_endpoints/{id}", [401, 404]],
+    ["delete", "/webhook_endpoints/{id}", [401, 404]],
+    ["post", "/webhook_endpoints/{id}/rotate_secret", [401, 404]],
+    ["get", "/events", [400, 401]],
+    ["get", "/events/{id}", [401, 404]],
+    ["post", "/events/{id}/resend", [400, 401, 404, 413, 415]]
   ]
 
   it("lists every route of the API, and no other", () => {

@@ -86,7 +86,7 @@ describe("HTTP_TRACE=off", () => {
   it("OPTIONS and other 405s no longer list TRACE", async () => {
     const options = await rawRequest(app.port, { method: "OPTIONS", target: "/subscribe" })
     assert.strictEqual(options.status, 204)
-    assert.sameMembers(allowOf(header(options, "allow")), ["POST", "OPTIONS"])
+    assert.sameMembers(allowOf(header(options, "allow")), ["GET", "HEAD", "POST", "OPTIONS"])
     const patch = await rawRequest(app.port, { method: "PATCH", target: "/healthz" })
     assertErrorResponse(patch, 405, "method_not_allowed")
     assert.sameMembers(allowOf(header(patch, "allow")), ["GET", "HEAD", "OPTIONS"])
@@ -219,7 +219,7 @@ describe("body limit (MAX_BODY_BYTES=1024)", () => {
   })
 })
 
-// HEADERS_TIMEOUT_MS is a Node server setting; Deno.serve keeps its own fixed limits (README).
+// HEADERS_TIMEOUT_MS is a Node server setting; Deno.serve keeps its own fixed limits (docs/operations.md, "Deno").
 describe.skipIf(process.env.APP_RUNTIME === "deno")("slow clients (HEADERS_TIMEOUT_MS=2000)", () => {
   it("a client trickling its header lines one byte every 300 ms is cut off within about 2-5 s", async () => {
     const request = `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${app.port}\r\nUser-Agent: slowloris\r\n` +

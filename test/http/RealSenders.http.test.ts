@@ -12,7 +12,7 @@ import {
   unlimitedEnv
 } from "../support/Payments.ts"
 
-// What real senders send, field by field, and what the service decided to do with it (README, "Request
+// What real senders send, field by field, and what the service decided to do with it (docs/api.md, "Request
 // rules"): liberal where a value is opaque or its spelling carries no meaning, strict for money, currency
 // and card numbers.
 let app: AppProcess

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
-import { sandboxCards } from "../../adapters/cardnetwork/SandboxCardNetwork.ts"
+import { sandboxCards, sandboxTimeoutCards } from "../../adapters/cardnetwork/SandboxCardNetwork.ts"
 import { AppProcess } from "../support/AppProcess.ts"
 import {
   accountUri,
@@ -177,6 +177,29 @@ describe("card outcomes", () => {
     })
     assertApproved(await api.create(body), body)
   })
+})
+
+describe("sandbox time-out cards", () => {
+  for (const card of sandboxTimeoutCards) {
+    it(`answers ${card.pan} (${card.description}) with 202 unknown, then shows the reconciled outcome`, async () => {
+      const { api: own } = await newClient(`timeout-${card.pan}`)
+      const body = transferBody({ sender_account_uri: accountUri(card.pan) })
+      const idempotencyKey = `key-${uniqueReference("sandbox-timeout")}`
+      const accepted = await own.create(body, { idempotencyKey })
+      assert.strictEqual(accepted.status, 202, accepted.text)
+      assert.strictEqual(accepted.json.payment_transfer.status, "unknown")
+      const settled = await own.settled(accepted.json.payment_transfer.id)
+      const approved = card.outcome._tag === "Approved"
+      assert.strictEqual(settled.status, approved ? "approved" : "declined")
+      const replay = await own.create(body, { idempotencyKey })
+      assert.strictEqual(replay.status, approved ? 201 : 402, replay.text)
+      assert.strictEqual(replay.headers.get("idempotent-replayed"), "true")
+      assert.deepStrictEqual(
+        (await own.balance()).json.balances.map((b: any) => b.amount),
+        approved ? ["12.30"] : []
+      )
+    })
+  }
 })
 
 describe("bad input: 4xx naming the param, nothing stored", () => {

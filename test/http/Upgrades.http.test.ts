@@ -6,7 +6,7 @@ import { assertErrorResponse, header, RawConnection } from "../support/RawHttp.t
 // Requests that Node answers outside the pipeline: Connection: Upgrade (the service serves no websockets),
 // and what its HTTP parser refuses. Each answer is the documented error body, and no such socket outlives its
 // answer, so a shutdown is not held up by them. Deno.serve ignores an Upgrade nobody takes and serves the
-// request; its parser's answers are its own (README, "Running on Deno").
+// request; its parser's answers are its own (docs/operations.md, "Deno").
 const onNode = (process.env.APP_RUNTIME ?? "node") === "node"
 let app: AppProcess
 

@@ -6,11 +6,12 @@ import { Context, DateTime, Duration, Effect, Fiber, Layer, Option, Random, Ref,
 import { layer as CryptoTokens } from "../../adapters/crypto/CryptoTokens.ts"
 import { MemoryMailer } from "../../adapters/mail/MemoryMailer.ts"
 import { RetryPolicy } from "../../core/Backoff.ts"
+import { DestinationBackoff } from "../../core/DestinationBackoff.ts"
 import { Email } from "../../core/Email.ts"
 import { InvalidToken } from "../../core/Errors.ts"
 import { DefaultFeed } from "../../core/Feed.ts"
 import { type Mail, Mailer } from "../../core/Mailer.ts"
-import { Lease, OutboxWorker } from "../../core/OutboxWorker.ts"
+import { DefaultMailConcurrency as Concurrency, Lease, MailConcurrency, OutboxWorker } from "../../core/OutboxWorker.ts"
 import { SiteSettings } from "../../core/SiteSettings.ts"
 import { Event, SubscriberName } from "../../core/Subscription.ts"
 import { SubscriptionStore } from "../../core/SubscriptionStore.ts"
@@ -187,19 +188,19 @@ describe("OutboxWorker.deliverDue", () => {
       assert.notStrictEqual(unsubscribeToken(mails[0]!), unsubscribeToken(mails[1]!))
     })))
 
-  it.effect("a temporary failure is retried only after its backoff delay, and delivered on the third attempt", () =>
+  it.effect("a temporary failure backs the server off: retried after 5-10 s, delivered on the third attempt", () =>
     run(
       Effect.gen(function*() {
         const memory = yield* MemoryMailer
         yield* subscribe()
         yield* memory.failNext(2, false)
 
-        // With random 0.5, full jitter waits half the ceiling: 1 s after the first failure, 2 s after the second.
+        // With random 0.5 the wait is three quarters of the 10 s floor: 7.5 s after each failure.
         assert.strictEqual(yield* deliverDue, 1)
         assert.lengthOf(yield* attempts, 1)
         assert.lengthOf(yield* sent, 0)
         assert.strictEqual(yield* deliverDue, 0, "due again right after the failure")
-        yield* TestClock.adjust(Duration.millis(999))
+        yield* TestClock.adjust(Duration.millis(7499))
         assert.strictEqual(yield* deliverDue, 0, "due before its backoff delay")
         yield* TestClock.adjust(Duration.millis(1))
         assert.strictEqual(yield* deliverDue, 1)
@@ -207,7 +208,7 @@ describe("OutboxWorker.deliverDue", () => {
         assert.lengthOf(yield* sent, 0)
 
         assert.strictEqual(yield* deliverDue, 0)
-        yield* TestClock.adjust(Duration.millis(1999))
+        yield* TestClock.adjust(Duration.millis(7499))
         assert.strictEqual(yield* deliverDue, 0)
         yield* TestClock.adjust(Duration.millis(1))
         assert.strictEqual(yield* deliverDue, 1)
@@ -219,26 +220,48 @@ describe("OutboxWorker.deliverDue", () => {
         assert.lengthOf(yield* sent, 1)
         const [row] = yield* outboxRows
         assert.strictEqual(row!.attempts, 2)
-        assert.strictEqual(row!.sent_at, T0 + 3000)
+        assert.strictEqual(row!.sent_at, T0 + 15000)
         assert.isNull(row!.last_error)
       }).pipe(Effect.withRandom(Random.fixed([0.5])))
     ))
 
-  it.effect("whatever the jitter, a failed row is due again within RetryPolicy.cap, even after many failures", () =>
+  it.effect("MAIL_CONCURRENCY bounds the mails of one pass", () =>
+    run(
+      Effect.gen(function*() {
+        for (let i = 0; i < 5; i++) yield* subscribe({ ...ann, email: Email.make(`few${i}@example.com`) })
+        const worker = yield* Effect.provide(
+          OutboxWorker,
+          OutboxWorker.Default.pipe(Layer.provide(Layer.succeed(MailConcurrency, 2)))
+        )
+        assert.strictEqual(yield* worker.deliverDue, 2)
+        assert.strictEqual(yield* worker.deliverDue, 2)
+        assert.strictEqual(yield* worker.deliverDue, 1)
+        assert.lengthOf(yield* sent, 5)
+      })
+    ))
+
+  it.effect("while the server is down one mail probes it; the first success sends the whole backlog", () =>
     run(
       Effect.gen(function*() {
         const memory = yield* MemoryMailer
-        yield* subscribe()
-        const failures = 12
-        yield* memory.failNext(failures, false)
-        for (let i = 1; i <= failures; i++) {
-          assert.strictEqual(yield* deliverDue, 1, `attempt ${i}`)
-          assert.strictEqual(yield* deliverDue, 0, `due again right after failure ${i}`)
-          yield* TestClock.adjust(RetryPolicy.cap)
+        const total = 2 * Concurrency + 7
+        for (let i = 0; i < total; i++) {
+          yield* subscribe({ ...ann, email: Email.make(`reader${i}@example.com`) })
         }
-        assert.strictEqual(yield* deliverDue, 1)
-        assert.lengthOf(yield* attempts, failures + 1)
-        assert.lengthOf(yield* sent, 1)
+        yield* memory.failNext(Concurrency + 3, false)
+        assert.strictEqual(yield* deliverDue, Concurrency, "a full batch fails together")
+        for (let probe = 0; probe < 3; probe++) {
+          assert.strictEqual(yield* deliverDue, 0, "nothing is sent before the backoff ends")
+          yield* TestClock.adjust(DestinationBackoff.cap)
+          assert.strictEqual(yield* deliverDue, 1, "one probe")
+        }
+        assert.lengthOf(yield* attempts, Concurrency + 3)
+        yield* TestClock.adjust(DestinationBackoff.cap)
+        assert.strictEqual(yield* deliverDue, 1, "the probe that succeeds")
+        assert.strictEqual(yield* deliverDue, Concurrency)
+        assert.strictEqual(yield* deliverDue, Concurrency)
+        assert.strictEqual(yield* deliverDue, 6)
+        assert.lengthOf(yield* sent, total)
       }).pipe(Effect.withRandom(Random.fixed([0.9999])))
     ))
 
@@ -269,7 +292,7 @@ describe("OutboxWorker.deliverDue", () => {
         yield* memory.failNext(RetryPolicy.maxAttempts + 5, false)
         for (let i = 1; i <= RetryPolicy.maxAttempts; i++) {
           assert.strictEqual(yield* deliverDue, 1, `attempt ${i}`)
-          yield* TestClock.adjust(RetryPolicy.cap)
+          yield* TestClock.adjust(DestinationBackoff.cap)
         }
         yield* TestClock.adjust(Duration.days(30))
         assert.strictEqual(yield* deliverDue, 0)

@@ -6,12 +6,14 @@
 // PostgreSQL only (TEST_DATABASE=postgres, as `npm test` sets it for its second run): several processes on
 // one SQLite file are not a supported deployment.
 import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import http from "node:http"
 import type { AddressInfo } from "node:net"
 import { createConnection } from "node:net"
 import { resolve } from "node:path"
 import { afterAll, beforeAll } from "vitest"
+import { migrations as migrationList } from "../../adapters/sql/Migrations.ts"
 import { MailThrottle } from "../../core/Subscription.ts"
 import { AppProcess, freePort, nodeAppCommand, postForm, testDatabase } from "../support/AppProcess.ts"
 import {
@@ -20,6 +22,7 @@ import {
   firstApiKey,
   MerchantApi,
   type Received,
+  reconcileEnv,
   toMinor,
   transferBody,
   uniqueReference,
@@ -309,7 +312,7 @@ describe.skipIf(!onPostgres)(
     })
 
     it(
-      "kill -9 of one instance in the middle of 200 transfers: every 201 is stored approved with its amount, nothing is half-written",
+      "kill -9 of one instance in the middle of 200 transfers: every 201 is stored approved with its amount, nothing is half-written, the survivor reconciles what was cut off",
       {
         timeout: 180_000
       },
@@ -318,7 +321,7 @@ describe.skipIf(!onPostgres)(
         // kill finds transfers waiting for it.
         const processor = await TestProcessor.start()
         const slow = await slowProxy(processor.url, 150)
-        const env = { ...unlimitedEnv, CARD_NETWORK: "http", CARD_NETWORK_URL: slow.url }
+        const env = { ...unlimitedEnv, ...reconcileEnv, CARD_NETWORK: "http", CARD_NETWORK_URL: slow.url }
         const victim = await AppProcess.start({ env })
         const survivor = await AppProcess.start({ env, databaseUrl: victim.databaseUrl })
         try {
@@ -352,6 +355,17 @@ describe.skipIf(!onPostgres)(
           }
           assert.isAtLeast(unanswered.length, 1, "the kill cut some requests off")
           assert.isAtLeast(answered.filter((r) => r.instance === 0).length, 1, "the victim answered some first")
+
+          // The survivor reconciles what the victim left pending (past the lease) through the processor.
+          const cutOff = `kill-%-${process.pid}-%`
+          const unsettled = () =>
+            survivor.query(
+              "SELECT id FROM transfers WHERE status IN ('pending', 'unknown') AND reference LIKE ?",
+              cutOff
+            )
+          const deadline = Date.now() + 30_000
+          while (unsettled().length > 0 && Date.now() < deadline) await sleep(250)
+          assert.lengthOf(unsettled(), 0, "nothing is left pending or unknown")
 
           type Row = Record<string, string | number | null>
           const rows = survivor.query<Row>(
@@ -387,11 +401,16 @@ describe.skipIf(!onPostgres)(
             assert.strictEqual(row.sender_middle_name, sent.sender.middle_name)
             assert.strictEqual(row.recipient_merchant_id, sent.recipient.merchant_id)
             assert.strictEqual(row.card_last4, "4242")
-            assert.isNull(row.failure_code)
             if (row.status === "approved") {
+              assert.isNull(row.failure_code)
               assert.isNotNull(row.authorization_code, `${row.reference}: approved, no code`)
-            } else assert.strictEqual(row.status, "pending", `${row.reference}: ${row.status}`)
-            if (row.status === "pending") assert.isNull(row.authorization_code)
+            } else {
+              // Reserved, never received by the processor: reconciled as declined, nothing charged.
+              assert.strictEqual(row.status, "declined", `${row.reference}: ${row.status}`)
+              assert.strictEqual(row.failure_code, "processing_error")
+              assert.isNotNull(row.reconciled_at)
+              assert.isNull(row.authorization_code)
+            }
             rowOf.set(row.reference as string, row)
           }
           assert.strictEqual(rowOf.size, rows.length, "one row per reference")
@@ -401,28 +420,38 @@ describe.skipIf(!onPostgres)(
             assert.strictEqual(row!.id, (r.outcome as Received).json.payment_transfer.id)
             assert.strictEqual(row!.status, "approved", `request ${r.i} got a 201`)
           }
-          const pending = rows.filter((row) => row.status === "pending")
-          for (const row of pending) {
+          const reconciled = rows.filter((row) => row.reconciled_at !== null)
+          for (const row of reconciled) {
             const request = byReference.get(row.reference as string)!
-            assert.notStrictEqual(request.outcome.status, 201, `${row.reference} is pending although it got a 201`)
+            assert.notStrictEqual(request.outcome.status, 201, `${row.reference} was reconciled although it got a 201`)
           }
+          // Every authorization the processor made has its approved record.
+          const authorized = new Set(
+            processor.requests.filter((r) => r.handling === "decided").map((r) => r.transferId)
+          )
+          for (const row of rows) assert.strictEqual(authorized.has(row.id as string), row.status === "approved")
           const approvedUnanswered = unanswered.filter((r) => rowOf.get(r.reference)?.status === "approved")
           console.log(
             `kill -9 after 70 of 200 answers: ${answered.length} x 201 (${
               answered.filter((r) => r.instance === 0).length
-            } from the killed instance), ${unanswered.length} cut off; of those ${pending.length} left pending ` +
-              `(outcome unknown), ${approvedUnanswered.length} approved without an answer, ${
-                unanswered.length - pending.length - approvedUnanswered.length
+            } from the killed instance), ${unanswered.length} cut off; of those ${reconciled.length} reconciled ` +
+              `after the kill, ${approvedUnanswered.length} approved, ${
+                unanswered.length - rowOf.size + answered.length
               } not stored`
           )
 
-          // A client retrying a cut-off request on the survivor: a new transfer if nothing was stored, otherwise
-          // 409 duplicate_reference naming what was (a pending one stays so: its outcome is unknown).
+          // A client retrying a cut-off request on the survivor: a new transfer if nothing was stored; the
+          // reconciled outcome of a transfer its request never settled; otherwise 409 duplicate_reference naming
+          // what its request settled (only the answer was lost).
           for (const r of unanswered) {
             const retry = await pair[1]!.create(r.body)
             const row = rowOf.get(r.reference)
             if (row === undefined) assert.strictEqual(retry.status, 201, retry.text)
-            else {
+            else if (row.reconciled_at !== null) {
+              assert.strictEqual(retry.status, row.status === "approved" ? 201 : 402, retry.text)
+              const id = retry.status === 201 ? retry.json.payment_transfer.id : retry.json.error.transfer
+              assert.strictEqual(id, row.id)
+            } else {
               assert.strictEqual(retry.status, 409, retry.text)
               assert.include(retry.json.error.message, row.id as string)
             }
@@ -436,6 +465,46 @@ describe.skipIf(!onPostgres)(
         }
       }
     )
+
+    it("two instances never reconcile one transfer twice: 40 unknown outcomes, each looked up and settled once", {
+      timeout: 120_000
+    }, async () => {
+      const processor = await TestProcessor.start()
+      const env = { ...unlimitedEnv, ...reconcileEnv, CARD_NETWORK: "http", CARD_NETWORK_URL: processor.url }
+      const first = await AppProcess.start({ env })
+      const second = await AppProcess.start({ env, databaseUrl: first.databaseUrl })
+      try {
+        const { api_key: key } = await createClient(first, "reconcile-suite")
+        const pair = [new MerchantApi(first.baseUrl, key), new MerchantApi(second.baseUrl, key)]
+        const n = 40
+        processor.hangNext(n)
+        const accepted = await Promise.all(
+          Array.from(
+            { length: n },
+            (_, i) =>
+              pair[i % 2]!.create(
+                transferBody({ sender_account_uri: accountUri(i % 4 === 0 ? "4000000000000002" : "4242424242424242") })
+              )
+          )
+        )
+        assert.deepStrictEqual(accepted.map((r) => r.status), Array(n).fill(202), summary(accepted))
+        const ids = accepted.map((r) => r.json.payment_transfer.id as string)
+        // Both reconcilers ask while the processor has not decided; then it decides all at once.
+        await sleep(1_500)
+        processor.decideHung()
+        for (const [i, id] of ids.entries()) {
+          const settled = await pair[(i + 1) % 2]!.settled(id)
+          assert.strictEqual(settled.status, i % 4 === 0 ? "declined" : "approved")
+        }
+        await sleep(1_500)
+        for (const id of ids) assert.strictEqual(processor.decisionsLookedUp(id), 1, id)
+        assert.strictEqual(processor.authorizations, n)
+      } finally {
+        await second.stop()
+        await first.stop()
+        await processor.stop()
+      }
+    })
 
     // A deployment starts its instances together: both run the migrations on the empty database at once (the
     // migrator locks its table) and both may make the sandbox's first client (ensureFirst checks, then
@@ -451,7 +520,8 @@ describe.skipIf(!onPostgres)(
       try {
         for (const s of started) if (s.status === "rejected") throw s.reason
         const migrations = pair[0]!.query<{ n: number }>("SELECT count(*) AS n FROM effect_sql_migrations")
-        assert.deepStrictEqual(migrations, [{ n: 4 }])
+        // Every migration of the list, each run once.
+        assert.deepStrictEqual(migrations, [{ n: (await Effect.runPromise(migrationList)).length }])
         const keys = pair.flatMap((a) => (a.output.includes("shown only now") ? [firstApiKey(a.output)] : []))
         assert.isAtLeast(keys.length, 1)
         const clients = pair[0]!.query<{ n: number }>("SELECT count(*) AS n FROM api_clients")[0]!.n

@@ -9,7 +9,9 @@ import { layer as PgClientLayer } from "../../adapters/postgres/PgClient.ts"
 import { layer as PgTransferStore } from "../../adapters/postgres/PgTransferStore.ts"
 import { Dialect } from "../../adapters/sql/Dialect.ts"
 import { migrations, runMigrations } from "../../adapters/sql/Migrations.ts"
+import { transferRow } from "../../adapters/sql/TransferRows.ts"
 import { layer as SqliteTransferStore } from "../../adapters/sqlite/SqliteTransferStore.ts"
+import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
 import { CurrencyCode } from "../../core/Currency.ts"
 import { IdempotencyKey, IdempotencyStart, KeptAnswer, RequestHash } from "../../core/Idempotency.ts"
 import { ClientId, Reference, Transfer, TransferId } from "../../core/Transfer.ts"
@@ -83,11 +85,19 @@ const startOf = (key: string) =>
       { key: IdempotencyKey.make(key), requestHash: RequestHash.make("h"), requestId: `req-new-${key}` }
     ))
 
+// A transfer row as the 0002 table holds it (later migrations add columns the current store writes).
+const legacyTransfer = (t: Transfer) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const { time } = yield* Dialect
+    const { reconciled_at: _reconciled, request_hash: _hash, ...row } = transferRow(t, time)
+    yield* sql`INSERT INTO transfers ${sql.insert(row)}`
+  })
+
 const check = Effect.gen(function*() {
-  const store = yield* TransferStore
   // Migrated after the transfers the keys name were written (the 0002 tables are already there).
-  yield* store.record(transfer("approved", "approved"))
-  yield* store.record(transfer("declined", "declined"))
+  yield* legacyTransfer(transfer("approved", "approved"))
+  yield* legacyTransfer(transfer("declined", "declined"))
   yield* runMigrations
   const replay = (answer: KeptAnswer, requestId: string) => IdempotencyStart.Replay({ answer, requestId })
   assert.deepStrictEqual(yield* startOf("made"), replay(KeptAnswer.TransferMade({ transferId: id("approved") }), ""))
@@ -109,7 +119,10 @@ describe("migration 0004: kept responses become kept answers", () => {
     Effect.gen(function*() {
       const dir = yield* tempDir
       const context = yield* Layer.build(
-        SqliteTransferStore.pipe(Layer.provideMerge(sqliteClient(join(dir, "legacy.db"))))
+        SqliteTransferStore.pipe(
+          Layer.provide(EventViewsLive),
+          Layer.provideMerge(sqliteClient(join(dir, "legacy.db")))
+        )
       )
       yield* Effect.provide(Effect.zipRight(legacy, check), context)
     }))
@@ -121,7 +134,10 @@ describe("migration 0004: kept responses become kept answers", () => {
         (d) => Effect.promise(() => d.drop())
       )
       const context = yield* Layer.build(
-        PgTransferStore.pipe(Layer.provideMerge(PgClientLayer(Redacted.make(database.url))))
+        PgTransferStore.pipe(
+          Layer.provide(EventViewsLive),
+          Layer.provideMerge(PgClientLayer(Redacted.make(database.url)))
+        )
       )
       yield* Effect.provide(Effect.zipRight(legacy, check), context)
     }))

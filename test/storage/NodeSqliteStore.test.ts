@@ -7,6 +7,8 @@ import { join } from "node:path"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
 import { layer as SqliteClient, type SqliteDirect } from "../../adapters/sqlite/SqliteClient.ts"
 import { subscriptionStore, transferStore } from "../../adapters/sqlite/SqliteStores.ts"
+import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
+import type { EventViews } from "../../core/EventViews.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
 import { tempDir } from "./TempSqlite.ts"
 import { transferStoreContract } from "./TransferStore.contract.ts"
@@ -14,12 +16,16 @@ import { transferStoreContract } from "./TransferStore.contract.ts"
 const onDeno = "Deno" in globalThis
 
 const nodeSqliteStore =
-  <A>(store: Layer.Layer<A, never, SqlClient | SqliteDirect>) => (): Layer.Layer<A | SqlClient, unknown> =>
+  <A>(store: Layer.Layer<A, never, SqlClient | SqliteDirect | EventViews>) => (): Layer.Layer<A | SqlClient, unknown> =>
     Layer.unwrapScoped(Effect.gen(function*() {
       const dir = yield* tempDir
       const { openNodeSqlite } = yield* Effect.promise(() => import("../../adapters/sqlite/NodeSqlite.ts"))
       const sql = SqliteClient({ filename: join(dir, "paysub.db"), open: openNodeSqlite })
-      return store.pipe(Layer.provide(Layer.effectDiscard(runMigrations)), Layer.provideMerge(sql))
+      return store.pipe(
+        Layer.provide(EventViewsLive),
+        Layer.provide(Layer.effectDiscard(runMigrations)),
+        Layer.provideMerge(sql)
+      )
     }))
 
 if (onDeno) {

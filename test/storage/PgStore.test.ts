@@ -8,6 +8,7 @@ import { layer as PgClientLayer } from "../../adapters/postgres/PgClient.ts"
 import { layer as PgSubscriptionStore } from "../../adapters/postgres/PgSubscriptionStore.ts"
 import { layer as PgTransferStore } from "../../adapters/postgres/PgTransferStore.ts"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
+import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
 import { CurrencyCode } from "../../core/Currency.ts"
 import { Email } from "../../core/Email.ts"
 import { DefaultFeed } from "../../core/Feed.ts"
@@ -33,6 +34,7 @@ const pgClient = (url: string) => PgClientLayer(Redacted.make(url))
 // The storage adapters over their own pool on `url`, migrations run first (a second pool finds them done).
 const pgStoresOn = (url: string): Layer.Layer<SubscriptionStore | TransferStore | SqlClient, unknown> =>
   Layer.merge(PgSubscriptionStore, PgTransferStore).pipe(
+    Layer.provide(EventViewsLive),
     Layer.provide(Layer.effectDiscard(runMigrations)),
     Layer.provideMerge(pgClient(url))
   )

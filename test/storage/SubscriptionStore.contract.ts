@@ -20,6 +20,13 @@ const minus = (time: DateTime.Utc, duration: Duration.DurationInput) => DateTime
 // chai's deep equality treats every Option as equal to every other (their fields live on prototypes), so
 // Options are compared through their values.
 const valueOf = <A>(option: Option.Option<A>): A | undefined => Option.getOrUndefined(option)
+// A batch of one: what the outbox worker does for each claimed row.
+const prepareOne = (
+  store: SubscriptionStore["Type"],
+  entry: OutboxEntry,
+  tokens: IssuedTokens,
+  now: DateTime.Utc
+) => Effect.map(store.prepareConfirmations([{ entry, tokens }], now), ([prepared]) => prepared!)
 const Lease = Duration.seconds(30)
 
 const ann = { name: SubscriberName.make("Ann"), email: Email.make("ann@example.com"), feed: DefaultFeed }
@@ -71,9 +78,9 @@ export const subscriptionStoreContract = (
         const entry = due.find((e) => e.subscriptionId === subscription.id)
         assert.isDefined(entry, `no due mail for subscription ${subscription.id}`)
         const tokens = issued(label, now)
-        const prepared = yield* store.prepareConfirmation(entry!, tokens, now)
-        assert.isTrue(Option.isSome(prepared), "prepareConfirmation refused a pending subscription")
-        yield* store.markSent(entry!.id, now)
+        const prepared = yield* prepareOne(store, entry!, tokens, now)
+        assert.isTrue(Option.isSome(prepared), "prepareConfirmations refused a pending subscription")
+        yield* store.markSentAll([entry!.id], now)
         return tokens
       })
 
@@ -307,13 +314,13 @@ export const subscriptionStoreContract = (
           assert.strictEqual(new Set(ids).size, 8)
         })))
 
-      it.effect("markSent takes a row out of every future claim", () =>
+      it.effect("markSentAll takes a row out of every future claim", () =>
         run(Effect.gen(function*() {
           const store = yield* SubscriptionStore
           yield* store.subscribe({ ...ann, now: t0 })
           const [entry] = yield* store.claimDue(t0, plus(t0, Lease), 10)
           assert.isDefined(entry)
-          yield* store.markSent(entry!.id, at(100))
+          yield* store.markSentAll([entry!.id], at(100))
           assert.deepStrictEqual(yield* store.claimDue(plus(t0, Lease), plus(t0, Duration.minutes(1)), 10), [])
           assert.deepStrictEqual(
             yield* store.claimDue(plus(t0, Duration.days(3650)), plus(t0, Duration.days(3651)), 10),
@@ -355,13 +362,13 @@ export const subscriptionStoreContract = (
     })
 
     describe("tokens", () => {
-      it.effect("prepareConfirmation stores the token hashes of a pending subscription", () =>
+      it.effect("prepareConfirmations stores the token hashes of a pending subscription", () =>
         run(Effect.gen(function*() {
           const store = yield* SubscriptionStore
           const { subscription } = yield* store.subscribe({ ...ann, now: t0 })
           const [entry] = yield* store.claimDue(t0, plus(t0, Lease), 10)
           const tokens = issued("ann", t0)
-          const prepared = yield* store.prepareConfirmation(entry!, tokens, t0)
+          const prepared = yield* prepareOne(store, entry!, tokens, t0)
           assert.deepStrictEqual(valueOf(Option.map(prepared, (s) => [s.id, s.status])), [subscription.id, "pending"])
           assert.strictEqual(yield* count("subscription_tokens"), 2)
           const byConfirm = yield* store.findByToken(tokens.confirm.hash, "confirm", t0)
@@ -370,7 +377,7 @@ export const subscriptionStoreContract = (
           assert.strictEqual(valueOf(byUnsubscribe)?.id, subscription.id)
         })))
 
-      it.effect("prepareConfirmation stores nothing and answers none once the subscription is active", () =>
+      it.effect("prepareConfirmations stores nothing and answers none once the subscription is active", () =>
         run(Effect.gen(function*() {
           const store = yield* SubscriptionStore
           const { subscription } = yield* store.subscribe({ ...ann, now: t0 })
@@ -378,29 +385,71 @@ export const subscriptionStoreContract = (
           const due = yield* store.claimDue(t0, plus(t0, Lease), 10)
           assert.lengthOf(due, 2)
           const tokens = issued("first", t0)
-          assert.isTrue(Option.isSome(yield* store.prepareConfirmation(due[0]!, tokens, t0)))
+          assert.isTrue(Option.isSome(yield* prepareOne(store, due[0]!, tokens, t0)))
           yield* store.redeemToken(tokens.confirm.hash, "confirm", Event.Confirm(), t0)
           const tokensBefore = yield* count("subscription_tokens")
           const late = issued("late", t0)
-          assert.isTrue(Option.isNone(yield* store.prepareConfirmation(due[1]!, late, t0)))
+          assert.isTrue(Option.isNone(yield* prepareOne(store, due[1]!, late, t0)))
           assert.strictEqual(yield* count("subscription_tokens"), tokensBefore)
           assert.isTrue(Option.isNone(yield* store.findByToken(late.confirm.hash, "confirm", t0)))
           assert.isTrue(Option.isNone(yield* store.findByToken(late.unsubscribe.hash, "unsubscribe", t0)))
           assert.strictEqual(Option.getOrThrow(yield* store.get(subscription.id)).status, "active")
         })))
 
-      it.effect("prepareConfirmation stores nothing and answers none once the subscription is unsubscribed", () =>
+      it.effect("prepareConfirmations stores nothing and answers none once the subscription is unsubscribed", () =>
         run(Effect.gen(function*() {
           const store = yield* SubscriptionStore
           yield* store.subscribe({ ...ann, now: t0 })
           yield* store.subscribe({ ...ann, now: t0 })
           const due = yield* store.claimDue(t0, plus(t0, Lease), 10)
           const tokens = issued("first", t0)
-          yield* store.prepareConfirmation(due[0]!, tokens, t0)
+          yield* prepareOne(store, due[0]!, tokens, t0)
           yield* store.redeemToken(tokens.unsubscribe.hash, "unsubscribe", Event.Unsubscribe(), t0)
           const tokensBefore = yield* count("subscription_tokens")
-          assert.isTrue(Option.isNone(yield* store.prepareConfirmation(due[1]!, issued("late", t0), t0)))
+          assert.isTrue(Option.isNone(yield* prepareOne(store, due[1]!, issued("late", t0), t0)))
           assert.strictEqual(yield* count("subscription_tokens"), tokensBefore)
+        })))
+
+      it.effect("prepareConfirmations prepares a batch in its order: tokens for the pending, none for the others", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const { subscription: first } = yield* store.subscribe({ ...ann, now: t0 })
+          yield* store.subscribe({ ...ann, now: t0 }) // a second mail to Ann, who confirms in between
+          const { subscription: second } = yield* store.subscribe({ ...bob, now: t0 })
+          const due = yield* store.claimDue(t0, plus(t0, Lease), 10)
+          assert.lengthOf(due, 3)
+          const confirmed = issued("ann-early", t0)
+          yield* prepareOne(store, due.find((e) => e.subscriptionId === first.id)!, confirmed, t0)
+          yield* store.redeemToken(confirmed.confirm.hash, "confirm", Event.Confirm(), t0)
+          const tokensBefore = yield* count("subscription_tokens")
+          assert.deepStrictEqual(yield* store.prepareConfirmations([], t0), [])
+          const batch = due.map((entry, i) => ({ entry, tokens: issued(`batch-${i}`, t0) }))
+          const prepared = yield* store.prepareConfirmations(batch, t0)
+          assert.deepStrictEqual(
+            prepared.map((p) => valueOf(Option.map(p, (s) => s.id))),
+            due.map((e) => e.subscriptionId === second.id ? second.id : undefined)
+          )
+          assert.strictEqual(yield* count("subscription_tokens"), tokensBefore + 2)
+          const bobs = batch.find((b) => b.entry.subscriptionId === second.id)!.tokens
+          assert.strictEqual(valueOf(yield* store.findByToken(bobs.confirm.hash, "confirm", t0))?.id, second.id)
+          assert.strictEqual(valueOf(yield* store.findByToken(bobs.unsubscribe.hash, "unsubscribe", t0))?.id, second.id)
+          for (const { tokens } of batch.filter((b) => b.entry.subscriptionId !== second.id)) {
+            assert.isTrue(Option.isNone(yield* store.findByToken(tokens.confirm.hash, "confirm", t0)))
+          }
+        })))
+
+      it.effect("markSentAll takes every row given, and only those, out of future claims", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          yield* store.subscribe({ ...ann, now: t0 })
+          yield* store.subscribe({ ...bob, now: t0 })
+          yield* store.subscribe({ ...ann, feed: DefaultFeed, email: Email.make("cat@example.com"), now: t0 })
+          const due = yield* store.claimDue(t0, plus(t0, Lease), 10)
+          assert.lengthOf(due, 3)
+          yield* store.markSentAll([], at(100))
+          yield* store.markSentAll([due[0]!.id, due[2]!.id], at(100))
+          const again = yield* store.claimDue(plus(t0, Lease), plus(plus(t0, Lease), Lease), 10)
+          assert.deepStrictEqual(idsOf(again), [due[1]!.id])
         })))
 
       it.effect("findByToken finds a usable confirm token only: not expired, not of another purpose, not unknown", () =>
@@ -504,6 +553,70 @@ export const subscriptionStoreContract = (
             yield* Effect.flip(store.redeemToken(tokens.confirm.hash, "confirm", Event.Confirm(), at(3000)))
           )
           assert.strictEqual(Option.getOrThrow(yield* store.get(subscription.id)).status, "pending")
+        })))
+    })
+
+    describe("listing and purging", () => {
+      const people = (n: number, feed = DefaultFeed) =>
+        Array.from({ length: n }, (_, i) => ({
+          name: SubscriberName.make(`P${i}`),
+          email: Email.make(`p${i}.${feed}@example.com`),
+          feed
+        }))
+
+      it.effect("lists in id order after the cursor, by feed and status, at most limit", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          yield* insertOtherFeed
+          const ids: Array<number> = []
+          for (const who of [...people(3), ...people(2, OtherFeed)]) {
+            ids.push((yield* store.subscribe({ ...who, now: t0 })).subscription.id)
+          }
+          yield* activeSubscription(bob, "bob", t0)
+          const idsOf = (rows: ReadonlyArray<Subscription>) => rows.map((r) => r.id)
+          assert.deepStrictEqual(idsOf(yield* store.listSubscriptions({ limit: 100 })).slice(0, 5), ids)
+          assert.deepStrictEqual(idsOf(yield* store.listSubscriptions({ feed: OtherFeed, limit: 100 })), ids.slice(3))
+          assert.deepStrictEqual(
+            idsOf(yield* store.listSubscriptions({ feed: DefaultFeed, status: "pending", limit: 2 })),
+            ids.slice(0, 2)
+          )
+          const after = yield* store.listSubscriptions({
+            feed: DefaultFeed,
+            status: "pending",
+            startingAfter: ids[1]! as Subscription["id"],
+            limit: 10
+          })
+          assert.deepStrictEqual(idsOf(after), [ids[2]])
+          const active = yield* store.listSubscriptions({ status: "active", limit: 10 })
+          assert.deepStrictEqual(active.map((s) => [s.email, s.status]), [["bob@example.com", "active"]])
+        })))
+
+      it.effect("purges pending subscriptions signed up before the cut-off, with their tokens and mails", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const old = people(5)
+          for (const who of old) {
+            const { subscription } = yield* store.subscribe({ ...who, now: t0 })
+            if (who === old[0]) yield* mailConfirmation(subscription, "old0", t0)
+          }
+          yield* activeSubscription(ann, "ann", t0)
+          yield* activeSubscription(bob, "bob", t0)
+          yield* store.redeemToken(TokenHash.make("bob-unsubscribe"), "unsubscribe", Event.Unsubscribe(), at(1))
+          // A signup renewed later counts from its renewal.
+          yield* store.subscribe({ ...old[4]!, now: at(10_000) })
+          const cutOff = at(5_000)
+          assert.strictEqual(yield* count("subscriptions"), 7)
+
+          assert.strictEqual(yield* store.purgePending(cutOff, 2), 2)
+          assert.strictEqual(yield* store.purgePending(cutOff, 2), 2)
+          assert.strictEqual(yield* store.purgePending(cutOff, 2), 0)
+          const left = yield* store.listSubscriptions({ limit: 10 })
+          assert.sameMembers(left.map((s) => s.email), ["ann@example.com", "bob@example.com", old[4]!.email])
+          // Only the tokens of those kept (ann's, bob's) and the mails of those kept remain.
+          assert.strictEqual(yield* count("subscription_tokens"), 4)
+          assert.strictEqual(yield* count("mail_outbox"), 4)
+          assert.strictEqual(yield* store.purgePending(at(20_000), 10), 1)
+          assert.strictEqual(yield* count("subscriptions"), 2)
         })))
     })
   })

@@ -9,6 +9,7 @@ import { runMigrations } from "../../adapters/sql/Migrations.ts"
 import { openBetterSqlite3 } from "../../adapters/sqlite/BetterSqlite3.ts"
 import { layer as SqliteClient } from "../../adapters/sqlite/SqliteClient.ts"
 import { subscriptionStore, transferStore } from "../../adapters/sqlite/SqliteStores.ts"
+import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
 import type { SubscriptionStore } from "../../core/SubscriptionStore.ts"
 import type { TransferStore } from "../../core/TransferStore.ts"
 
@@ -24,7 +25,11 @@ export const sqliteClient = (filename: string) => SqliteClient({ filename, open:
 // The storage adapter as the app makes it (the SQLite subscription store) over one connection to `filename`, migrations run first.
 export const sqliteStoreOn = (filename: string): Layer.Layer<SubscriptionStore | SqlClient, unknown> => {
   const sql = sqliteClient(filename)
-  return subscriptionStore.pipe(Layer.provide(Layer.effectDiscard(runMigrations)), Layer.provideMerge(sql))
+  return subscriptionStore.pipe(
+    Layer.provide(EventViewsLive),
+    Layer.provide(Layer.effectDiscard(runMigrations)),
+    Layer.provideMerge(sql)
+  )
 }
 
 // The storage adapter on a new database file in a new temporary directory.
@@ -34,7 +39,11 @@ export const tempSqliteStore = (): Layer.Layer<SubscriptionStore | SqlClient, un
 // The transfer storage adapter over one connection to `filename`, migrations run first.
 export const sqliteTransferStoreOn = (filename: string): Layer.Layer<TransferStore | SqlClient, unknown> => {
   const sql = sqliteClient(filename)
-  return transferStore.pipe(Layer.provide(Layer.effectDiscard(runMigrations)), Layer.provideMerge(sql))
+  return transferStore.pipe(
+    Layer.provide(EventViewsLive),
+    Layer.provide(Layer.effectDiscard(runMigrations)),
+    Layer.provideMerge(sql)
+  )
 }
 
 // The transfer storage adapter on a new database file in a new temporary directory.

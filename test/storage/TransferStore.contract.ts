@@ -338,6 +338,160 @@ export const transferStoreContract = (
         })))
     })
 
+    describe("unknown outcomes and reconciliation", () => {
+      const unknown = (client: ClientId, label: string, overrides: Partial<TransferFields> = {}) =>
+        pending(client, label, { status: "unknown", ...overrides })
+      const claimed = (now: number, pendingBefore: number, leaseUntil: number, limit = 10) =>
+        Effect.flatMap(
+          TransferStore,
+          (store) => store.claimUnsettled(at(now), at(pendingBefore), at(leaseUntil), limit)
+        ).pipe(
+          // In no particular order (UPDATE ... RETURNING on PostgreSQL).
+          Effect.map((rows) =>
+            rows.map((r) => [r.transfer.id, r.transfer.status, r.attempts] as const).sort(([a], [b]) =>
+              a.localeCompare(b)
+            )
+          )
+        )
+
+      it.effect("pending -> unknown -> reconciled once; only approved counts in the balance; fields round-trip", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          yield* store.reserve(pending(client, "u1", { requestHash: "hash-u1" }))
+          yield* store.settle(unknown(client, "u1", { requestHash: "hash-u1" }))
+          const shown = Option.getOrThrow(yield* store.get(client, transferId("u1")))
+          assert.strictEqual(shown.status, "unknown")
+          assert.strictEqual(shown.requestHash, "hash-u1")
+          assert.isUndefined(shown.reconciledAt)
+          assert.deepStrictEqual(yield* store.balance(client), [])
+          const final = approved(client, "u1", { requestHash: "hash-u1", reconciledAt: at(5_000) })
+          yield* store.settle(final)
+          assert.deepStrictEqual(plain(Option.getOrThrow(yield* store.get(client, transferId("u1")))), {
+            ...plain(final),
+            reconciledAt: at(5_000)
+          })
+          // A second reconciler, or a late request, changes nothing.
+          yield* store.settle(declined(client, "u1", { reconciledAt: at(6_000) }))
+          yield* store.settle(unknown(client, "u1"))
+          assert.strictEqual(Option.getOrThrow(yield* store.get(client, transferId("u1"))).status, "approved")
+          yield* store.reserve(pending(client, "u2"))
+          yield* store.settle(unknown(client, "u2"))
+          assert.deepStrictEqual(yield* store.balance(client), [{
+            merchantId: "merchant-a",
+            currency: USD,
+            amount: 1234n
+          }])
+        })))
+
+      it.effect("an unknown or reconciled transfer answers the unanswered keys of its request hash", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          assert.deepStrictEqual(
+            yield* store.reserve(pending(client, "k1", { requestHash: "hash-one" }), claim("key-1")),
+            Started
+          )
+          // Another client's key with the same hash is not answered.
+          const other = yield* newClient("b")
+          yield* store.reserve(pending(other, "k2", { requestHash: "hash-one" }), claim("key-1"))
+          yield* store.settle(unknown(client, "k1", { requestHash: "hash-one" }))
+          assert.deepStrictEqual(
+            yield* store.reserve(pending(client, "k3", { createdAt: at(1) }), claim("key-1", "hash-one", "req-3")),
+            made(pending(client, "k1"))
+          )
+          assert.deepStrictEqual(
+            yield* store.reserve(pending(other, "k4", { createdAt: at(1) }), claim("key-1", "hash-one", "req-3")),
+            InProgress
+          )
+          // An approval by the request itself (not reconciled) answers no other key.
+          yield* store.reserve(pending(client, "k5", { requestHash: "hash-five" }), claim("key-5", "hash-five"))
+          yield* store.settle(approved(client, "k5", { requestHash: "hash-five" }))
+          assert.deepStrictEqual(
+            yield* store.reserve(pending(client, "k6", { createdAt: at(2) }), claim("key-5", "hash-five")),
+            InProgress
+          )
+        })))
+
+      it.effect("claims unknown transfers at once, pending ones past the lease, each under a lease of its own", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          yield* store.reserve(pending(client, "c1"))
+          yield* store.settle(unknown(client, "c1"))
+          yield* store.reserve(pending(client, "c2", { createdAt: at(1_000) }))
+          yield* store.reserve(pending(client, "c3", { createdAt: at(20_000) }))
+          yield* store.record(approved(client, "c4"))
+          // At 25 s with a 10 s pending lease: c1 (unknown) and c2 (pending since 1 s); not c3, not c4.
+          assert.deepStrictEqual(yield* claimed(25_000, 15_000, 85_000), [
+            [transferId("c1"), "unknown", 0],
+            [transferId("c2"), "pending", 0]
+          ])
+          // Leased: nobody else gets them until 85 s.
+          assert.deepStrictEqual(yield* claimed(26_000, 16_000, 86_000), [])
+          yield* store.reconcileLater(transferId("c1"), 1, at(30_000))
+          assert.deepStrictEqual(yield* claimed(29_999, 19_999, 89_999), [])
+          assert.deepStrictEqual(yield* claimed(30_000, 20_000, 90_000), [
+            [transferId("c1"), "unknown", 1],
+            [transferId("c3"), "pending", 0]
+          ])
+          yield* store.settle(declined(client, "c1", { reconciledAt: at(30_001) }))
+          assert.deepStrictEqual(yield* claimed(90_000, 80_000, 150_000), [
+            [transferId("c2"), "pending", 0],
+            [transferId("c3"), "pending", 0]
+          ])
+          // The limit holds.
+          assert.lengthOf(yield* claimed(150_000, 140_000, 210_000, 1), 1)
+        })))
+
+      it.effect("20 concurrent claims take each unsettled transfer once", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          for (let i = 0; i < 30; i++) {
+            yield* store.reserve(pending(client, `many${i}`, { createdAt: at(i) }))
+            yield* store.settle(unknown(client, `many${i}`, { createdAt: at(i) }))
+          }
+          const claims = yield* Effect.all(
+            Array.from({ length: 20 }, () => claimed(60_000, 0, 120_000, 4)),
+            { concurrency: "unbounded" }
+          )
+          const ids = claims.flat().map(([id]) => id)
+          assert.strictEqual(ids.length, 30)
+          assert.strictEqual(new Set(ids).size, 30)
+        })))
+
+      it.effect("prunes keys started before a time, a batch at a time; an expired key runs as new", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          for (let i = 0; i < 5; i++) {
+            yield* store.record(declined(client, `old${i}`, { createdAt: at(i) }), claim(`old-${i}`))
+          }
+          yield* store.record(declined(client, "new0", { createdAt: at(10_000) }), claim("new-0"))
+          assert.strictEqual(yield* store.pruneKeys(at(10_000), 2), 2)
+          assert.strictEqual(yield* store.pruneKeys(at(10_000), 2), 2)
+          assert.strictEqual(yield* store.pruneKeys(at(10_000), 2), 1)
+          assert.strictEqual(yield* store.pruneKeys(at(10_000), 2), 0)
+          assert.strictEqual(yield* countIdempotencyKeys, 1)
+          // Not pruned yet, but past 24 h: the key is no key, whatever it kept.
+          const dayLater = DateTime.addDuration(at(10_000), Duration.hours(24))
+          assert.deepStrictEqual(
+            yield* store.reserve(pending(client, "new1", { createdAt: dayLater }), claim("new-0", "hash-two")),
+            Started
+          )
+          assert.strictEqual(Option.getOrThrow(yield* store.get(client, transferId("new1"))).status, "pending")
+          yield* store.settle(approved(client, "new1", { createdAt: dayLater }), claim("new-0").key)
+          assert.deepStrictEqual(
+            yield* store.reserve(
+              pending(client, "new2", { createdAt: DateTime.addDuration(dayLater, Duration.seconds(1)) }),
+              claim("new-0", "hash-two")
+            ),
+            made(approved(client, "new1"))
+          )
+        })))
+    })
+
     describe("idempotency", () => {
       it.effect("Started, then InProgress while running, Mismatch for another hash, Replay once settled", () =>
         run(Effect.gen(function*() {

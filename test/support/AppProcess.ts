@@ -127,6 +127,10 @@ export class AppProcess {
   get output(): string {
     return this.log
   }
+  // The app's process id (its memory can be read from /proc/<pid>/status on Linux).
+  get pid(): number | undefined {
+    return this.child?.pid
+  }
 
   async start(): Promise<void> {
     const runtime = process.env.APP_RUNTIME ?? "node"

@@ -11,6 +11,15 @@ const root = resolve(import.meta.dirname, "../..")
 // These suites send hundreds of requests with one key: the per-key rate limit must not be what they test.
 export const unlimitedEnv: Readonly<Record<string, string>> = { MERCHANT_RATE_LIMIT: "1000000" }
 
+// A short card-network time-out and reconciliation that asks again within a second, for suites that wait
+// for unknown outcomes to settle (the defaults are 10 s, 30 s and 5 min).
+export const ReconcileTimeoutMs = 1_000
+export const reconcileEnv: Readonly<Record<string, string>> = {
+  CARD_NETWORK_TIMEOUT_MS: String(ReconcileTimeoutMs),
+  RECONCILE_LEASE_MS: "2500",
+  RECONCILE_MAX_DELAY_MS: "1000"
+}
+
 // "Created the first API client cl_... Its secret key, shown only now:\n  sk_..."
 export const firstApiKey = (output: string): string => {
   const match = /secret key, shown only now:\r?\n\s*(sk_[A-Za-z0-9_-]+)/.exec(output)
@@ -174,7 +183,12 @@ export class MerchantApi {
   async request(
     method: string,
     path: string,
-    init: { readonly body?: BodyInit; readonly headers?: Record<string, string>; readonly duplex?: "half" } = {}
+    init: {
+      readonly body?: BodyInit
+      readonly headers?: Record<string, string>
+      readonly duplex?: "half"
+      readonly signal?: AbortSignal
+    } = {}
   ): Promise<Received> {
     const url = path.startsWith("http") ? path : `${this.baseUrl}${path}`
     const response = await fetch(url, {
@@ -185,7 +199,8 @@ export class MerchantApi {
         ...init.headers
       },
       ...(init.body === undefined ? {} : { body: init.body }),
-      ...(init.duplex === undefined ? {} : { duplex: init.duplex })
+      ...(init.duplex === undefined ? {} : { duplex: init.duplex }),
+      ...(init.signal === undefined ? {} : { signal: init.signal })
     } as RequestInit)
     const text = await response.text()
     const received: Received = {
@@ -238,5 +253,17 @@ export class MerchantApi {
     const response = await this.list({ reference })
     if (response.status !== 200) throw new Error(`list by reference: ${response.status} ${response.text}`)
     return response.json.data
+  }
+
+  // The transfer once its status is one of `statuses` (polled), or an error after `timeoutMs`.
+  async settled(id: string, statuses = ["approved", "declined"], timeoutMs = 20_000): Promise<any> {
+    const deadline = Date.now() + timeoutMs
+    let last: Received | undefined
+    while (Date.now() < deadline) {
+      last = await this.transfer(id)
+      if (last.status === 200 && statuses.includes(last.json.payment_transfer.status)) return last.json.payment_transfer
+      await new Promise((r) => setTimeout(r, 200))
+    }
+    throw new Error(`transfer ${id} not ${statuses.join("/")} within ${timeoutMs} ms: ${last?.status} ${last?.text}`)
   }
 }

@@ -1,5 +1,6 @@
 // A real card processor for tests: node:http on 127.0.0.1 speaking the JSON contract HttpCardNetwork
-// talks (POST /authorizations), deciding by the sandbox's table. It remembers its answer per
+// talks (POST /authorizations, and GET /authorizations/{transfer id} for the outcome of one whose answer
+// was lost), deciding by the sandbox's table. It remembers its answer per
 // Idempotency-Key (a repeated key gets the first answer and no new authorization), can be told to fail or
 // hang the next requests or answer them with any body, and can be stopped and started on the same port.
 // It records requests without card data: only the last four digits of the card number are kept.
@@ -26,19 +27,33 @@ export interface RecordedRequest {
   readonly currency: unknown
   readonly merchantId: unknown
   // What the processor did: decided anew, replayed a remembered answer, or followed a script.
-  readonly handling: "decided" | "replayed" | "failed" | "hung" | "scripted" | "rejected"
+  readonly handling:
+    | "decided"
+    | "replayed"
+    | "failed"
+    | "hung"
+    | "dropped"
+    | "scripted"
+    | "rejected"
+    | "looked up"
   // The status answered (undefined for a request left hanging).
   readonly status: number | undefined
+  // A lookup answered with the transfer's decision.
+  readonly decided?: boolean
 }
 
 export interface TestProcessorOptions {
   // Requests must carry `Authorization: Bearer <apiKey>` (401 otherwise); by default none is needed.
   readonly apiKey?: string
+  // Decided authorizations are answered this much later (decided at once): a process killed meanwhile
+  // leaves a charge whose answer it never read.
+  readonly answerDelayMs?: number
 }
 
 type Script =
   | { readonly _tag: "Fail"; readonly status: number }
   | { readonly _tag: "Hang" }
+  | { readonly _tag: "Drop" }
   | { readonly _tag: "Reply"; readonly status: number; readonly body: string; readonly contentType: string }
 
 interface Answer {
@@ -123,6 +138,8 @@ export class TestProcessor {
   private readonly answers = new Map<string, { readonly fingerprint: string; readonly answer: Answer }>()
   private readonly recorded: Array<RecordedRequest> = []
   private readonly hanging = new Set<http.ServerResponse>()
+  // Authorizations read and left hanging, undecided until decideHung().
+  private readonly undecided = new Map<string, { readonly key: string; readonly valid: ValidRequest }>()
   private decisions = 0
 
   constructor(private readonly options: TestProcessorOptions = {}) {}
@@ -175,6 +192,30 @@ export class TestProcessor {
     for (let i = 0; i < n; i++) this.scripts.push({ _tag: "Hang" })
   }
 
+  // The next n requests are read, then their connection is closed without an answer.
+  dropNext(n = 1): void {
+    for (let i = 0; i < n; i++) this.scripts.push({ _tag: "Drop" })
+  }
+
+  // Decides the authorizations left hanging (by the sandbox's table), as a processor that was slow does:
+  // their connections stay unanswered, and a lookup now answers the decision.
+  decideHung(): void {
+    for (const [transferId, { key, valid }] of this.undecided) {
+      this.answers.set(key, { fingerprint: valid.fingerprint, answer: this.decide(valid) })
+      this.undecided.delete(transferId)
+    }
+  }
+
+  // How many lookups of this transfer were answered with its decision (not `pending`, not 404).
+  decisionsLookedUp(transferId: string): number {
+    return this.recorded.filter((r) => r.handling === "looked up" && r.transferId === transferId && r.decided).length
+  }
+
+  // Lookups answered per transfer id, by what they said.
+  lookupsOf(transferId: string): ReadonlyArray<number | undefined> {
+    return this.recorded.filter((r) => r.handling === "looked up" && r.transferId === transferId).map((r) => r.status)
+  }
+
   // The next n requests get exactly this answer, e.g. a malformed body, without a decision.
   replyNext(
     n: number,
@@ -195,6 +236,7 @@ export class TestProcessor {
     this.scripts.length = 0
     this.answers.clear()
     this.recorded.length = 0
+    this.undecided.clear()
     this.decisions = 0
   }
 
@@ -253,16 +295,45 @@ export class TestProcessor {
       response.writeHead(answer.status, { "content-type": contentType }).end(answer.body)
     }
 
+    // A lookup: the remembered answer, `pending` while undecided, 404 for a transfer never received.
+    const lookup = /^\/authorizations\/([^/]+)$/.exec(request.url ?? "")
+    if (request.method === "GET" && lookup !== null) {
+      const transferId = decodeURIComponent(lookup[1]!)
+      const remembered = this.answers.get(transferId)
+      const answer = remembered !== undefined
+        ? remembered.answer
+        : this.undecided.has(transferId)
+        ? { status: 200, body: JSON.stringify({ status: "pending" }) }
+        : error(404, "not_found")
+      this.recorded.push({
+        ...base,
+        transferId,
+        handling: "looked up",
+        status: answer.status,
+        decided: remembered !== undefined
+      })
+      return send(answer)
+    }
+
     const script = this.scripts.shift()
     if (script !== undefined) {
       switch (script._tag) {
         case "Fail":
           record("failed", script.status)
           return send(error(script.status, "unavailable"))
-        case "Hang":
+        case "Hang": {
           record("hung", undefined)
           this.hanging.add(response)
           response.on("close", () => this.hanging.delete(response))
+          const valid = validate(body)
+          if (valid !== undefined && base.idempotencyKey !== undefined) {
+            this.undecided.set(valid.transferId, { key: base.idempotencyKey, valid })
+          }
+          return
+        }
+        case "Drop":
+          record("dropped", undefined)
+          request.socket.destroy()
           return
         case "Reply":
           record("scripted", script.status)
@@ -291,9 +362,22 @@ export class TestProcessor {
       return send(remembered.answer)
     }
 
+    const answer = this.decide(valid)
+    this.answers.set(key, { fingerprint: valid.fingerprint, answer })
+    record("decided", answer.status)
+    const delay = this.options.answerDelayMs ?? 0
+    if (delay === 0) return send(answer)
+    this.hanging.add(response)
+    response.on("close", () => this.hanging.delete(response))
+    setTimeout(() => {
+      if (!response.destroyed) send(answer)
+    }, delay)
+  }
+
+  private decide(valid: ValidRequest): Answer {
     this.decisions++
     const outcome = sandboxDecision(valid.pan, valid.authenticated)
-    const answer: Answer = {
+    return {
       status: 200,
       body: JSON.stringify(
         outcome._tag === "Approved"
@@ -305,9 +389,6 @@ export class TestProcessor {
           }
       )
     }
-    this.answers.set(key, { fingerprint: valid.fingerprint, answer })
-    record("decided", answer.status)
-    send(answer)
   }
 }
 

@@ -5,6 +5,7 @@ import {
   canonicalJson,
   decideStart,
   IdempotencyKey,
+  IdempotencyKeyTtl,
   IdempotencyLease,
   KeptAnswer,
   type KeyRecord,
@@ -84,18 +85,34 @@ describe("decideStart", () => {
     assert.strictEqual(decideStart(undefined, claim, t0)._tag, "Started")
   })
 
-  it.prop("another hash is a mismatch, answered or not, at any time", [fc.boolean(), fc.nat()], ([answered, ms]) => {
-    const r = record({ requestHash: RequestHash.make("h2"), ...(answered ? { answer } : {}) })
-    assert.strictEqual(decideStart(r, claim, at(ms))._tag, "Mismatch")
-  })
+  const ttl = Duration.toMillis(IdempotencyKeyTtl)
+  const withinTtl = fc.nat({ max: ttl - 1 })
 
-  it.prop("an answered key replays its answer and its first request id, at any time", [fc.nat()], ([ms]) => {
+  it.prop(
+    "another hash is a mismatch, answered or not, while the key lives",
+    [fc.boolean(), withinTtl],
+    ([answered, ms]) => {
+      const r = record({ requestHash: RequestHash.make("h2"), ...(answered ? { answer } : {}) })
+      assert.strictEqual(decideStart(r, claim, at(ms))._tag, "Mismatch")
+    }
+  )
+
+  it.prop("an answered key replays its answer and its first request id while it lives", [withinTtl], ([ms]) => {
     assert.deepStrictEqual(decideStart(record({ answer }), claim, at(ms)), {
       _tag: "Replay",
       answer,
       requestId: "req-1"
     } as any)
   })
+
+  it.prop(
+    "a key 24 h old or older is no key: any request with it starts, whatever it kept",
+    [fc.boolean(), fc.boolean(), fc.nat({ max: 10 * ttl })],
+    ([answered, sameHash, ms]) => {
+      const r = record({ requestHash: RequestHash.make(sameHash ? "h1" : "h2"), ...(answered ? { answer } : {}) })
+      assert.strictEqual(decideStart(r, claim, at(ttl + ms))._tag, "Started")
+    }
+  )
 
   it.prop(
     "a running key is in progress for the lease, then taken over",

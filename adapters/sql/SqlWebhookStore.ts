@@ -1,0 +1,157 @@
+import { SqlClient } from "@effect/sql/SqlClient"
+import { DateTime, Effect, Layer, Option } from "effect"
+import {
+  type EndpointId,
+  type EventId,
+  type StoredEvent,
+  type WebhookEndpoint,
+  WebhookStore,
+  type WebhookStoreShape
+} from "../../core/Webhooks.ts"
+import { Dialect, millisOf } from "./Dialect.ts"
+
+// Endpoints, events and deliveries, on @effect/sql for both databases: nothing here is on a request's hot
+// path (events are written by the transfer and subscription stores, on theirs). Claims lease rows, with
+// FOR UPDATE SKIP LOCKED on PostgreSQL, so several instances deliver each delivery once.
+
+const utc = (value: unknown) => DateTime.unsafeMake(millisOf(value))
+const utcOrUndefined = (value: unknown) => (value === null || value === undefined ? undefined : utc(value))
+const EndpointColumns =
+  "id, owner, url, enabled_events, created_at, failing_since, last_error, disabled_at, disabled_reason"
+const endpointOf = (row: any): WebhookEndpoint => ({
+  id: row.id,
+  owner: row.owner,
+  url: row.url,
+  enabledEvents: JSON.parse(row.enabled_events),
+  createdAt: utc(row.created_at),
+  failingSince: utcOrUndefined(row.failing_since),
+  lastError: row.last_error ?? undefined,
+  disabledAt: utcOrUndefined(row.disabled_at),
+  disabledReason: row.disabled_reason ?? undefined
+})
+const eventOf = (row: any): StoredEvent => ({
+  id: row.id,
+  type: row.type,
+  createdAt: utc(row.created_at),
+  body: row.body
+})
+
+export const make = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  const { forUpdateSkipLocked, time } = yield* Dialect
+  const at = (t: DateTime.Utc) => time(DateTime.toEpochMillis(t))
+  const endpointColumns = sql.literal(EndpointColumns)
+
+  const listEvents: WebhookStoreShape["listEvents"] = (owner, query) =>
+    Effect.gen(function*() {
+      const after = query.startingAfter === undefined ? undefined : (yield* sql<{ created_at: unknown; id: string }>`
+        SELECT created_at, id FROM events WHERE owner = ${owner} AND id = ${query.startingAfter}`)[0]
+      const rows = yield* sql`SELECT id, type, created_at, body FROM events WHERE ${
+        sql.and([
+          sql`owner = ${owner}`,
+          ...(query.type === undefined ? [] : [sql`type = ${query.type}`]),
+          ...(after === undefined
+            ? []
+            : [sql`(created_at < ${after.created_at} OR (created_at = ${after.created_at} AND id < ${after.id}))`])
+        ])
+      } ORDER BY created_at DESC, id DESC LIMIT ${query.limit + 1}`
+      return { data: rows.slice(0, query.limit).map(eventOf), hasMore: rows.length > query.limit }
+    }).pipe(Effect.orDie)
+
+  const claim: WebhookStoreShape["claim"] = (endpoint, now, leaseUntil, limit) =>
+    Effect.gen(function*() {
+      const due = yield* sql<{ id: unknown; event_id: EventId; attempts: unknown }>`
+        SELECT id, event_id, attempts FROM webhook_deliveries
+        WHERE endpoint_id = ${endpoint} AND delivered_at IS NULL AND next_attempt_at <= ${at(now)}
+        ORDER BY next_attempt_at, id LIMIT ${limit} ${forUpdateSkipLocked}`
+      if (due.length === 0) return []
+      yield* sql`UPDATE webhook_deliveries SET next_attempt_at = ${at(leaseUntil)} WHERE ${
+        sql.in("id", due.map((r) => r.id))
+      }`
+      const bodies = yield* sql<{ id: EventId; body: string }>`SELECT id, body FROM events WHERE ${
+        sql.in("id", due.map((r) => r.event_id))
+      }`
+      const bodyOf = new Map(bodies.map((b) => [b.id, b.body]))
+      return due.map((r) => ({
+        id: Number(r.id),
+        eventId: r.event_id,
+        attempts: Number(r.attempts),
+        body: bodyOf.get(r.event_id)!
+      }))
+    }).pipe(sql.withTransaction, Effect.orDie)
+
+  return WebhookStore.of({
+    createEndpoint: (e, secret) =>
+      Effect.orDie(sql`INSERT INTO webhook_endpoints (id, owner, url, enabled_events, secret, created_at)
+        VALUES (${e.id}, ${e.owner}, ${e.url}, ${JSON.stringify(e.enabledEvents)}, ${secret}, ${at(e.createdAt)})`),
+    listEndpoints: (owner) =>
+      sql`SELECT ${endpointColumns} FROM webhook_endpoints WHERE owner = ${owner} ORDER BY created_at DESC, id DESC`
+        .pipe(Effect.map((rows) => rows.map(endpointOf)), Effect.orDie),
+    getEndpoint: (owner, id) =>
+      sql`SELECT ${endpointColumns} FROM webhook_endpoints WHERE owner = ${owner} AND id = ${id}`.pipe(
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), endpointOf)),
+        Effect.orDie
+      ),
+    deleteEndpoint: (owner, id) =>
+      sql`DELETE FROM webhook_endpoints WHERE owner = ${owner} AND id = ${id} RETURNING id`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.orDie
+      ),
+    setSecret: (owner, id, secret) =>
+      sql`UPDATE webhook_endpoints SET secret = ${secret} WHERE owner = ${owner} AND id = ${id} RETURNING id`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.orDie
+      ),
+    listEvents,
+    getEvent: (owner, id) =>
+      sql`SELECT id, type, created_at, body FROM events WHERE owner = ${owner} AND id = ${id}`.pipe(
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), eventOf)),
+        Effect.orDie
+      ),
+    resend: (owner, event, endpoint, now) =>
+      sql`INSERT INTO webhook_deliveries (event_id, endpoint_id, created_at, next_attempt_at)
+        SELECT ev.id, e.id, ${at(now)}, ${at(now)} FROM events ev, webhook_endpoints e
+        WHERE ev.id = ${event} AND ev.owner = ${owner} AND e.id = ${endpoint} AND e.owner = ${owner}
+        RETURNING id`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
+    dueEndpoints: (now, limit) =>
+      sql<{ id: EndpointId }>`SELECT e.id FROM webhook_endpoints e
+        WHERE e.disabled_at IS NULL AND (e.retry_at IS NULL OR e.retry_at <= ${at(now)})
+        AND EXISTS (SELECT 1 FROM webhook_deliveries d
+          WHERE d.endpoint_id = e.id AND d.delivered_at IS NULL AND d.next_attempt_at <= ${at(now)})
+        LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map((r) => r.id)), Effect.orDie),
+    target: (id) =>
+      sql`SELECT url, secret, failing_since, retry_at, disabled_at FROM webhook_endpoints WHERE id = ${id}`.pipe(
+        Effect.map((rows) =>
+          Option.map(Option.fromNullable(rows[0]), (r: any) => ({
+            url: r.url,
+            secret: r.secret,
+            failingSince: utcOrUndefined(r.failing_since),
+            retryAt: utcOrUndefined(r.retry_at),
+            disabled: r.disabled_at !== null
+          }))
+        ),
+        Effect.orDie
+      ),
+    claim,
+    delivered: (ids, now) =>
+      ids.length === 0 ? Effect.void : Effect.orDie(sql`UPDATE webhook_deliveries SET delivered_at = ${at(now)},
+        attempts = attempts + 1, last_error = NULL WHERE ${sql.in("id", ids)} AND delivered_at IS NULL`),
+    failed: (id, next, reason) =>
+      Effect.orDie(sql`UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ${at(next)},
+        last_error = ${reason.slice(0, 500)} WHERE id = ${id} AND delivered_at IS NULL`),
+    endpointRecovered: (id) =>
+      Effect.orDie(sql`UPDATE webhook_endpoints SET failing_since = NULL, retry_at = NULL, last_error = NULL
+        WHERE id = ${id}`),
+    endpointFailing: (id, state, disable) =>
+      Effect.orDie(sql`UPDATE webhook_endpoints SET failing_since = ${at(state.failingSince)},
+        retry_at = ${at(state.retryAt)}, last_error = ${state.reason.slice(0, 500)},
+        disabled_at = ${disable ? at(state.retryAt) : null},
+        disabled_reason = ${
+        disable
+          ? `Disabled after failing since ${DateTime.formatIso(state.failingSince)}: ${state.reason}`.slice(0, 600)
+          : null
+      } WHERE id = ${id} AND disabled_at IS NULL`)
+  })
+})
+
+export const layer = Layer.effect(WebhookStore, make)

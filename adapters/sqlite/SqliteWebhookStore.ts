@@ -1,0 +1,66 @@
+import { DateTime, Effect, Layer, Option } from "effect"
+import type { EndpointId, EventId } from "../../core/Webhooks.ts"
+import { WebhookStore } from "../../core/Webhooks.ts"
+import { make as makeSqlWebhookStore } from "../sql/SqlWebhookStore.ts"
+import { type DirectSql, SqliteDirect } from "./SqliteClient.ts"
+
+// The webhook store on SQLite: the delivery worker's statements (what runs once per event) on SqliteDirect, in
+// the client's group commit, like the other SQLite stores; the rest as adapters/sql/SqlWebhookStore.ts has it.
+// An @effect/sql transaction holds the client's lock between its statements and sends every write of that
+// moment the slow way; a direct one does not.
+
+const millis = DateTime.toEpochMillis
+const dueEndpoints = `SELECT e.id FROM webhook_endpoints e
+  WHERE e.disabled_at IS NULL AND (e.retry_at IS NULL OR e.retry_at <= ?)
+  AND EXISTS (SELECT 1 FROM webhook_deliveries d
+    WHERE d.endpoint_id = e.id AND d.delivered_at IS NULL AND d.next_attempt_at <= ?)
+  LIMIT ?`
+const target = `SELECT url, secret, failing_since, retry_at, disabled_at FROM webhook_endpoints WHERE id = ?`
+const due = `SELECT d.id, d.event_id, d.attempts, e.body FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+  WHERE d.endpoint_id = ? AND d.delivered_at IS NULL AND d.next_attempt_at <= ?
+  ORDER BY d.next_attempt_at, d.id LIMIT ?`
+const lease = `UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ?`
+const delivered = `UPDATE webhook_deliveries SET delivered_at = ?, attempts = attempts + 1, last_error = NULL
+  WHERE id = ? AND delivered_at IS NULL`
+
+const utcOrUndefined = (ms: number | null) => (ms === null ? undefined : DateTime.unsafeMake(Number(ms)))
+
+export const layer = Layer.effect(
+  WebhookStore,
+  Effect.gen(function*() {
+    const base = yield* makeSqlWebhookStore
+    const direct = yield* SqliteDirect
+    const read = <A>(work: (db: DirectSql) => A) => Effect.orDie(direct.read(work))
+    const transaction = <A>(work: (db: DirectSql) => A) => Effect.orDie(direct.transaction(work))
+    return WebhookStore.of({
+      ...base,
+      dueEndpoints: (now, limit) =>
+        read((db) => db.all<{ id: EndpointId }>(dueEndpoints, [millis(now), millis(now), limit]).map((r) => r.id)),
+      target: (id) =>
+        read((db) =>
+          Option.map(Option.fromNullable(db.get(target, [id])), (r: any) => ({
+            url: r.url,
+            secret: r.secret,
+            failingSince: utcOrUndefined(r.failing_since),
+            retryAt: utcOrUndefined(r.retry_at),
+            disabled: r.disabled_at !== null
+          }))
+        ),
+      claim: (endpoint, now, leaseUntil, limit) =>
+        transaction((db) =>
+          db.all<{ id: number; event_id: EventId; attempts: number; body: string }>(due, [
+            endpoint,
+            millis(now),
+            limit
+          ]).map((r) => {
+            db.run(lease, [millis(leaseUntil), r.id])
+            return { id: Number(r.id), eventId: r.event_id, attempts: Number(r.attempts), body: r.body }
+          })
+        ),
+      delivered: (ids, now) =>
+        ids.length === 0 ? Effect.void : transaction((db) => {
+          for (const id of ids) db.run(delivered, [millis(now), id])
+        })
+    })
+  })
+)

@@ -1,0 +1,12 @@
+import { Context } from "effect"
+import type { Subscription } from "./Subscription.ts"
+import type { Transfer } from "./Transfer.ts"
+
+// An event's data is the object as the API shows it. The wire views live with the HTTP spec; the stores,
+// which write events in the transactions that cause them, take them through this port.
+export interface EventViewsShape {
+  readonly transfer: (transfer: Transfer) => unknown
+  readonly subscription: (subscription: Subscription) => unknown
+}
+
+export class EventViews extends Context.Tag("EventViews")<EventViews, EventViewsShape>() {}

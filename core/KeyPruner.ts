@@ -1,0 +1,38 @@
+import { DateTime, Duration, Effect, Schedule } from "effect"
+import { IdempotencyKeyTtl } from "./Idempotency.ts"
+import { TransferStore } from "./TransferStore.ts"
+
+// Deletes idempotency keys older than IdempotencyKeyTtl, a batch per transaction, so that no lock is held long
+// and requests go on between batches. An expired key that is not deleted yet already counts as no key
+// (core/Idempotency.ts's decideStart): pruning only keeps the table small.
+export const PruneBatch = 500
+export const PruneInterval = Duration.hours(1)
+
+export class KeyPruner extends Effect.Service<KeyPruner>()("KeyPruner", {
+  effect: Effect.gen(function*() {
+    const store = yield* TransferStore
+
+    // Deletes every expired key; answers how many.
+    const pruneExpired = Effect.gen(function*() {
+      const before = DateTime.subtractDuration(yield* DateTime.now, IdempotencyKeyTtl)
+      let total = 0
+      for (;;) {
+        const deleted = yield* store.pruneKeys(before, PruneBatch)
+        total += deleted
+        if (deleted < PruneBatch) return total
+        yield* Effect.yieldNow()
+      }
+    })
+
+    const run = pruneExpired.pipe(
+      Effect.tap((deleted) =>
+        deleted > 0 ? Effect.logInfo("expired idempotency keys pruned", { deleted }) : Effect.void
+      ),
+      Effect.catchAllCause((cause) => Effect.logError("pruning idempotency keys failed", cause)),
+      Effect.repeat(Schedule.spaced(PruneInterval)),
+      Effect.asVoid
+    )
+
+    return { pruneExpired, run } as const
+  })
+}) {}

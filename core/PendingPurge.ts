@@ -1,0 +1,43 @@
+import { Context, DateTime, Duration, Effect, Schedule } from "effect"
+import { SubscriptionStore } from "./SubscriptionStore.ts"
+
+// How long a signup may stay unconfirmed, and how often the job looks for expired ones.
+export class PendingPurgeSettings extends Context.Tag("PendingPurgeSettings")<PendingPurgeSettings, {
+  readonly ttl: Duration.Duration
+  readonly interval: Duration.Duration
+}>() {}
+
+export const DefaultPendingTtlDays = 7
+// Rows deleted per transaction: a large backlog is cleared in short transactions that let signups in between.
+export const PurgeBatchSize = 500
+
+// Unconfirmed signups expire: a pending subscription not confirmed within the ttl of its last signup is
+// deleted with its tokens and outbox rows (bots' signups and mistyped addresses do not pile up).
+export class PendingPurge extends Effect.Service<PendingPurge>()("PendingPurge", {
+  effect: Effect.gen(function*() {
+    const store = yield* SubscriptionStore
+    const settings = yield* PendingPurgeSettings
+
+    // One pass: batch after batch until a batch comes back short; answers how many it deleted.
+    const purgeExpired = Effect.gen(function*() {
+      const before = DateTime.subtractDuration(yield* DateTime.now, settings.ttl)
+      let total = 0
+      for (;;) {
+        const deleted = yield* store.purgePending(before, PurgeBatchSize)
+        total += deleted
+        if (deleted < PurgeBatchSize) return total
+        yield* Effect.yieldNow()
+      }
+    })
+
+    const pass = purgeExpired.pipe(
+      Effect.tap((n) => n > 0 ? Effect.logInfo("expired pending signups purged", { count: n }) : Effect.void),
+      Effect.catchAllCause((cause) => Effect.logError("pending purge failed", cause))
+    )
+
+    // A pass at start, then one per interval.
+    const run = Effect.asVoid(Effect.repeat(pass, Schedule.spaced(settings.interval)))
+
+    return { purgeExpired, run } as const
+  })
+}) {}

@@ -1,0 +1,63 @@
+import { DateTime, Duration, Effect, Either, Random, Schedule } from "effect"
+import { retryDelay } from "./Backoff.ts"
+import { CardNetwork } from "./CardNetwork.ts"
+import { ReconcileSettings } from "./ReconcileSettings.ts"
+import { outcomeUnknown, reconciled } from "./Transfer.ts"
+import { TransferStore, type Unsettled } from "./TransferStore.ts"
+
+// Settles what no request could: `unknown` transfers, and `pending` ones whose request died between reserving
+// and settling. It is state in the database (the transfer's status and its next attempt), so it survives
+// restarts and runs on every instance; the store leases each transfer to one of them at a time.
+const BatchSize = 8
+
+export class Reconciler extends Effect.Service<Reconciler>()("Reconciler", {
+  effect: Effect.gen(function*() {
+    const store = yield* TransferStore
+    const network = yield* CardNetwork
+    const settings = yield* ReconcileSettings
+
+    const reconcile = ({ attempts, transfer }: Unsettled) =>
+      Effect.gen(function*() {
+        // A reservation whose request died is the same unknown: shown as such, and its key answered with it.
+        const unknown = transfer.status === "pending" ? outcomeUnknown(transfer) : transfer
+        if (transfer.status === "pending") yield* store.settle(unknown)
+        const asked = yield* Effect.either(network.lookup(unknown.id))
+        const now = yield* DateTime.now
+        if (Either.isRight(asked) && asked.right._tag !== "Undecided") {
+          const answer = asked.right
+          yield* store.settle(reconciled(unknown, answer, now))
+          return yield* Effect.logInfo("transfer reconciled", { transfer: unknown.id, outcome: answer._tag })
+        }
+        // Capped, jittered backoff; never given up: the money is somewhere.
+        const delay = Duration.min(retryDelay(attempts + 1, yield* Random.next), settings.maxDelay)
+        yield* store.reconcileLater(unknown.id, attempts + 1, DateTime.addDuration(now, delay))
+        yield* Effect.logWarning("transfer outcome still unknown", {
+          transfer: unknown.id,
+          attempts: attempts + 1,
+          reason: Either.isLeft(asked) ? asked.left.reason : "the network has not decided"
+        })
+      })
+
+    // One pass over what is due; answers how many transfers it took.
+    const reconcileDue = Effect.gen(function*() {
+      const now = yield* DateTime.now
+      const due = yield* store.claimUnsettled(
+        now,
+        DateTime.subtractDuration(now, settings.pendingLease),
+        DateTime.addDuration(now, settings.claimLease),
+        BatchSize
+      )
+      yield* Effect.forEach(due, reconcile, { concurrency: BatchSize, discard: true })
+      return due.length
+    })
+
+    const run = reconcileDue.pipe(
+      Effect.flatMap((taken) => taken === BatchSize ? Effect.void : Effect.sleep(settings.pollInterval)),
+      Effect.catchAllCause((cause) => Effect.logError("reconciliation pass failed", cause)),
+      Effect.repeat(Schedule.forever),
+      Effect.asVoid
+    )
+
+    return { reconcileDue, run } as const
+  })
+}) {}

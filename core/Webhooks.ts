@@ -1,0 +1,131 @@
+import { Context, type DateTime, type Effect, type Option, Schema } from "effect"
+
+// The events a webhook endpoint can ask for. A merchant's key owns its client's transfer.* events; the admin
+// key owns subscription.* events. No owner sees another's.
+export const EventType = Schema.Literal(
+  "transfer.unknown",
+  "transfer.approved",
+  "transfer.declined",
+  "subscription.confirmed",
+  "subscription.unsubscribed"
+)
+export type EventType = typeof EventType.Type
+export const eventTypes = EventType.literals
+
+export const AdminOwner = "admin"
+export type Owner = string
+
+export const ownerTypes = (owner: Owner): ReadonlyArray<EventType> =>
+  eventTypes.filter((t) => t.startsWith(owner === AdminOwner ? "subscription." : "transfer."))
+
+export const EventId = Schema.String.pipe(Schema.pattern(/^evt_[0-9A-Za-z]{24}$/), Schema.brand("EventId"))
+export type EventId = typeof EventId.Type
+export const EndpointId = Schema.String.pipe(Schema.pattern(/^we_[0-9A-Za-z]{24}$/), Schema.brand("EndpointId"))
+export type EndpointId = typeof EndpointId.Type
+
+export const SecretPrefix = "whsec_"
+
+export interface WebhookEndpoint {
+  readonly id: EndpointId
+  readonly owner: Owner
+  readonly url: string
+  readonly enabledEvents: ReadonlyArray<string>
+  readonly createdAt: DateTime.Utc
+  readonly failingSince: DateTime.Utc | undefined
+  readonly lastError: string | undefined
+  readonly disabledAt: DateTime.Utc | undefined
+  readonly disabledReason: string | undefined
+}
+
+// An event as stored: `body` is the exact JSON every delivery of it sends (and signs).
+export interface StoredEvent {
+  readonly id: EventId
+  readonly type: EventType
+  readonly createdAt: DateTime.Utc
+  readonly body: string
+}
+
+// A delivery claimed for sending, with what sending it needs.
+export interface Delivery {
+  readonly id: number
+  readonly eventId: EventId
+  readonly attempts: number
+  readonly body: string
+}
+
+export interface EndpointTarget {
+  readonly url: string
+  readonly secret: string
+  readonly failingSince: DateTime.Utc | undefined
+  // Deliveries are not attempted before this (the endpoint's backoff), nor at all once it is disabled.
+  readonly retryAt: DateTime.Utc | undefined
+  readonly disabled: boolean
+}
+
+export class UrlRefused extends Schema.TaggedError<UrlRefused>()("UrlRefused", { reason: Schema.String }) {}
+export class DeliveryFailed extends Schema.TaggedError<DeliveryFailed>()("DeliveryFailed", {
+  reason: Schema.String
+}) {}
+export class EndpointNotFound extends Schema.TaggedError<EndpointNotFound>()("EndpointNotFound", {}) {}
+export class EventNotFound extends Schema.TaggedError<EventNotFound>()("EventNotFound", {}) {}
+
+// Storage for endpoints, events and their deliveries. Events themselves are written by the transfer and
+// subscription stores, in the transactions that cause them, with one delivery per enabled endpoint.
+export interface WebhookStoreShape {
+  readonly createEndpoint: (
+    endpoint: Pick<WebhookEndpoint, "id" | "owner" | "url" | "enabledEvents" | "createdAt">,
+    secret: string
+  ) => Effect.Effect<void>
+  readonly listEndpoints: (owner: Owner) => Effect.Effect<ReadonlyArray<WebhookEndpoint>>
+  readonly getEndpoint: (owner: Owner, id: EndpointId) => Effect.Effect<Option.Option<WebhookEndpoint>>
+  readonly deleteEndpoint: (owner: Owner, id: EndpointId) => Effect.Effect<boolean>
+  readonly setSecret: (owner: Owner, id: EndpointId, secret: string) => Effect.Effect<boolean>
+  readonly listEvents: (
+    owner: Owner,
+    query: { readonly type?: EventType; readonly limit: number; readonly startingAfter?: EventId }
+  ) => Effect.Effect<{ readonly data: ReadonlyArray<StoredEvent>; readonly hasMore: boolean }>
+  readonly getEvent: (owner: Owner, id: EventId) => Effect.Effect<Option.Option<StoredEvent>>
+  // A new delivery of an event to an endpoint of the same owner; false when either is missing.
+  readonly resend: (owner: Owner, event: EventId, endpoint: EndpointId, now: DateTime.Utc) => Effect.Effect<boolean>
+  // Endpoints with deliveries due and no backoff in force.
+  readonly dueEndpoints: (now: DateTime.Utc, limit: number) => Effect.Effect<ReadonlyArray<EndpointId>>
+  readonly target: (id: EndpointId) => Effect.Effect<Option.Option<EndpointTarget>>
+  // Leases up to `limit` due deliveries of one endpoint (FOR UPDATE SKIP LOCKED on PostgreSQL).
+  readonly claim: (
+    endpoint: EndpointId,
+    now: DateTime.Utc,
+    leaseUntil: DateTime.Utc,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<Delivery>>
+  readonly delivered: (ids: ReadonlyArray<number>, now: DateTime.Utc) => Effect.Effect<void>
+  readonly failed: (id: number, nextAttemptAt: DateTime.Utc, reason: string) => Effect.Effect<void>
+  readonly endpointRecovered: (id: EndpointId) => Effect.Effect<void>
+  readonly endpointFailing: (
+    id: EndpointId,
+    state: { readonly failingSince: DateTime.Utc; readonly retryAt: DateTime.Utc; readonly reason: string },
+    disable: boolean
+  ) => Effect.Effect<void>
+}
+export class WebhookStore extends Context.Tag("WebhookStore")<WebhookStore, WebhookStoreShape>() {}
+
+export interface SignedRequest {
+  readonly url: string
+  readonly secret: string
+  readonly id: EventId
+  readonly timestamp: number
+  readonly body: string
+}
+
+// Sends a webhook over HTTP, signed as Standard Webhooks says; 2xx within the time-out succeeds. `check`
+// refuses URLs (and, at delivery, resolved addresses) the configuration does not allow.
+export interface WebhookSenderShape {
+  readonly check: (url: string) => Effect.Effect<void, UrlRefused>
+  readonly send: (request: SignedRequest) => Effect.Effect<void, DeliveryFailed>
+}
+export class WebhookSender extends Context.Tag("WebhookSender")<WebhookSender, WebhookSenderShape>() {}
+
+// The event a transfer's state tells of, if any (a pending reservation tells of none).
+export const transferEventType = (status: string): EventType | undefined => {
+  const type = `transfer.${status}`
+  return (eventTypes as ReadonlyArray<string>).includes(type) ? (type as EventType) : undefined
+}

@@ -1,0 +1,146 @@
+// The webhook worker over real SQLite storage (the app's SQLite webhook store) and a recording sender that
+// fails while told to. Time is the TestClock's: every pass is a direct call of deliverDue.
+import { SqlClient } from "@effect/sql/SqlClient"
+import { assert, describe, it } from "@effect/vitest"
+import { DateTime, Duration, Effect, Layer, Option, Random, Ref, TestClock } from "effect"
+import { join } from "node:path"
+import { runMigrations } from "../../adapters/sql/Migrations.ts"
+import { layer as SqliteWebhookStore } from "../../adapters/sqlite/SqliteWebhookStore.ts"
+import { DestinationBackoff } from "../../core/DestinationBackoff.ts"
+import {
+  DeliveryFailed,
+  EndpointId,
+  EventId,
+  type SignedRequest,
+  WebhookSender,
+  WebhookStore
+} from "../../core/Webhooks.ts"
+import { WebhookWorker } from "../../core/WebhookWorker.ts"
+import { sqliteClient, tempDir } from "../storage/TempSqlite.ts"
+
+const T0 = Date.UTC(2025, 0, 15, 12, 0, 0)
+const owner = "cl_000000000000000000000001"
+
+interface Recorder {
+  readonly sent: Ref.Ref<ReadonlyArray<SignedRequest & { readonly ok: boolean }>>
+  readonly failing: Ref.Ref<boolean>
+}
+const recorder = Effect.all({
+  sent: Ref.make<ReadonlyArray<SignedRequest & { ok: boolean }>>([]),
+  failing: Ref.make(false)
+})
+
+const testLayer = (r: Recorder) =>
+  WebhookWorker.Default.pipe(
+    Layer.provideMerge(SqliteWebhookStore),
+    Layer.provideMerge(Layer.succeed(
+      WebhookSender,
+      WebhookSender.of({
+        check: () => Effect.void,
+        send: (request) =>
+          Effect.flatMap(Ref.get(r.failing), (failing) =>
+            Ref.update(r.sent, (all) => [...all, { ...request, ok: !failing }]).pipe(
+              Effect.zipRight(failing ? Effect.fail(new DeliveryFailed({ reason: "HTTP 503" })) : Effect.void)
+            ))
+      })
+    )),
+    Layer.provide(Layer.effectDiscard(runMigrations)),
+    Layer.provideMerge(Layer.unwrapScoped(Effect.map(tempDir, (dir) =>
+      sqliteClient(join(dir, "paysub.db")))))
+  )
+
+const run = <A, E>(self: (r: Recorder) => Effect.Effect<A, E, WebhookWorker | WebhookStore | SqlClient>) =>
+  Effect.gen(function*() {
+    yield* TestClock.setTime(T0)
+    const r = yield* recorder
+    return yield* Effect.provide(self(r), testLayer(r))
+  }).pipe(Effect.scoped)
+
+const endpointId = EndpointId.make("we_000000000000000000000001")
+// An endpoint of `owner` and `n` events for it, each with a delivery due now.
+const setUp = (n: number) =>
+  Effect.gen(function*() {
+    const store = yield* WebhookStore
+    const sql = yield* SqlClient
+    const now = yield* DateTime.now
+    yield* store.createEndpoint({
+      id: endpointId,
+      owner,
+      url: "https://hooks.example/x",
+      enabledEvents: ["*"],
+      createdAt: now
+    }, "whsec_AAAA")
+    for (let i = 0; i < n; i++) {
+      const id = EventId.make(`evt_${String(i).padStart(24, "0")}`)
+      yield* sql`INSERT INTO events (id, type, owner, created_at, body)
+        VALUES (${id}, 'transfer.approved', ${owner}, ${DateTime.toEpochMillis(now)}, ${`{"id":"${id}"}`})`
+      assert.isTrue(yield* store.resend(owner, id, endpointId, now))
+    }
+  })
+const deliverDue = Effect.flatMap(WebhookWorker, (w) => w.deliverDue)
+const endpoint = Effect.flatMap(WebhookStore, (s) => Effect.map(s.getEndpoint(owner, endpointId), Option.getOrThrow))
+
+describe("WebhookWorker.deliverDue", () => {
+  it.effect("delivers every due event once, signed with its own id as webhook-id", () =>
+    run((r) =>
+      Effect.gen(function*() {
+        yield* setUp(100)
+        yield* deliverDue
+        const sent = yield* Ref.get(r.sent)
+        assert.lengthOf(sent, 100)
+        assert.strictEqual(new Set(sent.map((s) => s.id)).size, 100)
+        assert.isTrue(sent.every((s) => s.body === `{"id":"${s.id}"}` && s.timestamp === T0 / 1000))
+        yield* TestClock.adjust(Duration.days(1))
+        yield* deliverDue
+        assert.lengthOf(yield* Ref.get(r.sent), 100)
+      })
+    ))
+
+  it.effect("a failing endpoint is probed by one delivery at a time; the first success sends the backlog", () =>
+    run((r) =>
+      Effect.gen(function*() {
+        yield* setUp(30)
+        yield* Ref.set(r.failing, true)
+        yield* deliverDue
+        assert.lengthOf(yield* Ref.get(r.sent), 30, "the first batch fails as a whole")
+        assert.isDefined((yield* endpoint).failingSince)
+        yield* deliverDue
+        assert.lengthOf(yield* Ref.get(r.sent), 30, "nothing before the backoff ends")
+        yield* TestClock.adjust(Duration.seconds(10))
+        yield* deliverDue
+        assert.lengthOf(yield* Ref.get(r.sent), 31, "one probe")
+        yield* Ref.set(r.failing, false)
+        yield* TestClock.adjust(Duration.seconds(10))
+        yield* deliverDue
+        const sent = yield* Ref.get(r.sent)
+        assert.strictEqual(new Set(sent.filter((s) => s.ok).map((s) => s.id)).size, 30, "every event, once")
+        assert.lengthOf(sent, 31 + 30)
+        const recovered = yield* endpoint
+        assert.isUndefined(recovered.failingSince)
+        assert.isUndefined(recovered.disabledAt)
+      }).pipe(Effect.withRandom(Random.fixed([0.9999])))
+    ))
+
+  it.effect("an endpoint failing for 3 days is disabled, with the reason, and gets nothing more", () =>
+    run((r) =>
+      Effect.gen(function*() {
+        yield* setUp(3)
+        yield* Ref.set(r.failing, true)
+        let probes = 0
+        while ((yield* endpoint).disabledAt === undefined) {
+          yield* deliverDue
+          yield* TestClock.adjust(DestinationBackoff.cap)
+          probes++
+          assert.isBelow(probes, 100)
+        }
+        const disabled = yield* endpoint
+        assert.match(disabled.disabledReason!, /^Disabled after failing since 2025-01-15T12:00:00.000Z: HTTP 503$/)
+        assert.isAtLeast(DateTime.toEpochMillis(disabled.disabledAt!) - T0, Duration.toMillis(Duration.days(3)))
+        const attempts = (yield* Ref.get(r.sent)).length
+        yield* Ref.set(r.failing, false)
+        yield* TestClock.adjust(Duration.days(1))
+        yield* deliverDue
+        assert.lengthOf(yield* Ref.get(r.sent), attempts)
+      }).pipe(Effect.withRandom(Random.fixed([0.5])))
+    ))
+})
