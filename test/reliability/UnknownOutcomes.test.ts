@@ -126,17 +126,20 @@ describe("unknown outcomes across kill -9", () => {
 
       // Every record is what the processor decided (a random card approved, ...0002 declined), and a transfer
       // it never received is declined as a processing error: no charge without its approved record.
-      const decided = new Map(
-        processor.requests.filter((r) => r.handling === "decided").map((r) => [r.transferId, r.last4])
+      // The card each reference was sent with says the decision (a random card can end in 0002 too, so the last
+      // four digits the processor keeps are not enough).
+      const declining = new Set(
+        sent.filter((s) => String(s.body.payment_transfer.sender_account_uri).startsWith("pan:4000000000000002;"))
+          .map((s) => s.body.payment_transfer.reference as string)
       )
-      const rows = app.query<{ id: string; status: string; failure_code: string | null; reconciled_at: unknown }>(
-        "SELECT id, status, failure_code, reconciled_at FROM transfers"
-      )
+      const decided = new Set(processor.requests.filter((r) => r.handling === "decided").map((r) => r.transferId))
+      const rows = app.query<
+        { id: string; reference: string; status: string; failure_code: string | null; reconciled_at: unknown }
+      >("SELECT id, reference, status, failure_code, reconciled_at FROM transfers")
       for (const row of rows) {
-        const last4 = decided.get(row.id)
-        if (last4 === undefined) {
+        if (!decided.has(row.id)) {
           assert.deepStrictEqual([row.status, row.failure_code], ["declined", "processing_error"])
-        } else assert.strictEqual(row.status, last4 === "0002" ? "declined" : "approved", row.id)
+        } else assert.strictEqual(row.status, declining.has(row.reference) ? "declined" : "approved", row.id)
       }
       assert.strictEqual(
         rows.filter((r) => decided.has(r.id)).length,
