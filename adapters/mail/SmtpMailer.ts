@@ -6,6 +6,7 @@ import nodemailer from "nodemailer"
 import { MailDeliveryFailed } from "../../core/Errors.ts"
 import { type Mail, Mailer, type MailerShape } from "../../core/Mailer.ts"
 import { DefaultMailConcurrency } from "../../core/OutboxWorker.ts"
+import { compose, parseSender } from "./MimeMessage.ts"
 
 export interface SmtpMailerOptions {
   // smtp://user:pass@host:port or smtps://... (query parameters such as ?requireTLS=true go to nodemailer).
@@ -104,6 +105,7 @@ export const make = (options: SmtpMailerOptions) =>
   Effect.gen(function*() {
     // A bad URL is a configuration bug: the layer dies, with a message that holds no credentials.
     const url = yield* Effect.sync(() => parseUrl(options.url))
+    const sender = yield* Effect.sync(() => parseSender(options.from))
     const scrub = scrubberFor(url)
     const sendTimeout = options.timeout === undefined ? SendTimeout : Duration.decode(options.timeout)
     // No single wait may outlast the whole send.
@@ -137,12 +139,8 @@ export const make = (options: SmtpMailerOptions) =>
       Effect.tryPromise({
         try: (signal) =>
           transport.sendMail({
-            from: options.from,
-            to: { name: mail.to.name, address: mail.to.address },
-            subject: mail.subject,
-            text: mail.text,
-            html: mail.html,
-            headers: { ...mail.headers },
+            envelope: { from: sender.address, to: [mail.to.address] },
+            raw: compose(sender, mail, new Date(), crypto.randomUUID(), `=_${crypto.randomUUID()}`),
             signal
           }),
         catch: fail

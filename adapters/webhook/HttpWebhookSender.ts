@@ -1,16 +1,18 @@
 import { Effect, Layer } from "effect"
 import { createHmac } from "node:crypto"
+import { lookup as lookupCallback } from "node:dns"
 import { lookup } from "node:dns/promises"
 import { Agent as HttpAgent, request as httpRequest } from "node:http"
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
-import { isIP } from "node:net"
+import { isIP, type LookupFunction } from "node:net"
 import { DeliveryFailed, SecretPrefix, UrlRefused, WebhookSender } from "../../core/Webhooks.ts"
 
 // Webhooks over node:http(s), signed as Standard Webhooks says (webhook-id, webhook-timestamp, webhook-signature
 // "v1,<base64 HMAC-SHA256 of id.timestamp.body>" keyed by the secret's bytes). Redirects are not followed (a
 // redirect could point inside the network), and the name is resolved and checked before every attempt, so a
-// name that later resolves to a private address is refused at delivery too. What remains: fetch resolves the
-// name again, so a name flipping between the check and the connection (DNS rebinding) is not caught.
+// name that later resolves to a private address is refused at delivery too. The connection itself resolves the
+// name through the same check (guardedLookup), so a name flipping between the check and the connection (DNS
+// rebinding) is refused as well.
 export interface WebhookSenderOptions {
   readonly allowHttp: boolean
   readonly allowPrivate: boolean
@@ -38,6 +40,21 @@ export const sign = (secret: string, id: string, timestamp: number, body: string
     .update(`${id}.${timestamp}.${body}`)
     .digest("base64")
 
+// The resolver of the delivery's own connection: the addresses it would connect to, checked again.
+export const guardedLookup: LookupFunction = (hostname, options, callback) =>
+  lookupCallback(hostname, options, (error, address, family) => {
+    if (error !== null) return callback(error, address as string, family)
+    const all = Array.isArray(address) ? address.map((a: { address: string }) => a.address) : [address]
+    if (all.some(isPrivateAddress)) {
+      return callback(
+        Object.assign(new Error("the host resolves to a private address"), { code: "EPRIVATEADDRESS" }),
+        address as string,
+        family
+      )
+    }
+    callback(null, address as string, family)
+  })
+
 const causeOf = (e: unknown): string => {
   const code = (e as { code?: unknown })?.code
   return typeof code === "string" ? code : "network error"
@@ -50,6 +67,7 @@ const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 64 })
 
 export const make = (options: WebhookSenderOptions) => {
   const timeoutMs = options.timeoutMs ?? 10_000
+  const allowPrivate = options.allowPrivate
 
   const check = (raw: string) =>
     Effect.gen(function*() {
@@ -83,6 +101,7 @@ export const make = (options: WebhookSenderOptions) => {
           const options = {
             method: "POST",
             agent: url.protocol === "https:" ? httpsAgent : httpAgent,
+            ...(allowPrivate ? {} : { lookup: guardedLookup }),
             headers: {
               "content-type": "application/json",
               "content-length": String(body.length),
