@@ -61,7 +61,9 @@ export type AuthorizationLookup =
   | { readonly _tag: "NotFound" }
 
 // Every call is bounded in time by the adapter itself, even when it runs in an uninterruptible region: the
-// core holds a reservation across `authorize` and must get an answer or a failure back.
+// core holds a reservation across `authorize` and must get an answer or a failure back. And a call is not cut
+// short by its caller's interruption (a client hanging up): an adapter whose call must stay interruptible for
+// its own time-out runs it on a fiber of its own (adapters/cardnetwork/HttpCardNetwork.ts).
 export interface CardNetworkShape {
   readonly authorize: (
     request: AuthorizationRequest

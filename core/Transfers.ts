@@ -1,12 +1,7 @@
-import { Data, DateTime, Effect, Either, Fiber, Option, Random, Redacted } from "effect"
+import { Data, DateTime, Effect, Either, Option, Random, Redacted } from "effect"
 import { isExpired, luhn } from "./Card.ts"
 import { CardFingerprints } from "./CardFingerprints.ts"
-import {
-  type Authorization,
-  type AuthorizationRequest,
-  CardNetwork,
-  type CardNetworkUnavailable
-} from "./CardNetwork.ts"
+import { type Authorization, CardNetwork, type CardNetworkUnavailable } from "./CardNetwork.ts"
 import {
   type IdempotencyKey,
   IdempotencyKeyInUse,
@@ -71,8 +66,6 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
     const network = yield* CardNetwork
     const fingerprints = yield* CardFingerprints
     const { pendingLease } = yield* ReconcileSettings
-    const authorizeApart = (request: AuthorizationRequest) =>
-      Effect.flatMap(Effect.forkDaemon(network.authorize(request)), Fiber.join)
 
     // Card checks in the documented order: format (already done by the decoder), Luhn, expiry; the network
     // comes last, only for cards that pass these.
@@ -144,9 +137,7 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
             Effect.flatMap((start) =>
               unlessStarted(
                 start,
-                // On a fiber of its own, joined: a client hanging up interrupts this request's fiber, and that
-                // would reach a call made on it (the call is interruptible, so its own time-out can end it).
-                authorizeApart({
+                network.authorize({
                   transferId: pending.id,
                   pan: request.sender_account_uri.pan,
                   expiry: request.sender_account_uri.expiry,

@@ -6,7 +6,7 @@
 // is CardNetworkOutcomeUnknown. Reasons are built from status codes and error tags only: card data never
 // reaches a reason, a log or a span.
 import { FetchHttpClient, HttpClient, type HttpClientError, HttpClientRequest } from "@effect/platform"
-import { Data, Duration, Effect, Either, Layer, Option, Redacted, Schedule, Schema } from "effect"
+import { Data, Duration, Effect, Either, Fiber, Layer, Option, Redacted, Schedule, Schema } from "effect"
 import {
   type Authorization,
   type AuthorizationLookup,
@@ -263,6 +263,10 @@ export const make = (
               reason: `card network gave no answer within ${Duration.format(timeout)} (${tries()})`
             })
         }),
+        // On a fiber of its own, joined: a client hanging up interrupts the request's fiber, and, the call being
+        // interruptible, that would reach the call and leave its transfer `pending` (core/CardNetwork.ts).
+        Effect.forkDaemon,
+        Effect.flatMap(Fiber.join),
         Effect.withSpan(name, {
           attributes: { "card_network.host": base.host, "card_network.transfer_id": transferId }
         })
