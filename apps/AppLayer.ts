@@ -3,7 +3,7 @@ import * as RateLimiterRedis from "@effect/experimental/RateLimiter/Redis"
 import type { MigrationError } from "@effect/sql/Migrator"
 import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Config, Console, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Config, type ConfigError, Console, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import { HttpCardNetwork } from "../adapters/cardnetwork/HttpCardNetwork.ts"
@@ -23,9 +23,11 @@ import { layer as SqliteClient } from "../adapters/sqlite/SqliteClient.ts"
 import type { OpenSqlite } from "../adapters/sqlite/SqliteDriver.ts"
 import * as SqliteStores from "../adapters/sqlite/SqliteStores.ts"
 import { layer as SqliteWebhookStore } from "../adapters/sqlite/SqliteWebhookStore.ts"
+import * as DeliveryThread from "../adapters/thread/DeliveryThread.ts"
 import { layer as HttpWebhookSender } from "../adapters/webhook/HttpWebhookSender.ts"
 import { Clients } from "../core/Clients.ts"
 import { KeyPruner } from "../core/KeyPruner.ts"
+import type { Mailer } from "../core/Mailer.ts"
 import { MailConcurrency, OutboxWorker } from "../core/OutboxWorker.ts"
 import { DefaultPendingTtlDays, PendingPurge, PendingPurgeSettings } from "../core/PendingPurge.ts"
 import { Reconciler } from "../core/Reconciler.ts"
@@ -37,7 +39,7 @@ import type { SubscriptionStore } from "../core/SubscriptionStore.ts"
 import { Transfers } from "../core/Transfers.ts"
 import type { TransferStore } from "../core/TransferStore.ts"
 import { WebhookEndpoints } from "../core/WebhookEndpoints.ts"
-import type { WebhookStore } from "../core/Webhooks.ts"
+import type { WebhookSender, WebhookStore } from "../core/Webhooks.ts"
 import { WebhookWorker } from "../core/WebhookWorker.ts"
 import { adminAuthLayer } from "./http/AdminAuthLive.ts"
 import { Api } from "./http/Api.ts"
@@ -82,7 +84,8 @@ export const AppConfig = Config.all({
   reconcileMaxDelayMs: Config.integer("RECONCILE_MAX_DELAY_MS").pipe(Config.withDefault(300_000)),
   redisUrl: Config.option(Config.redacted("REDIS_URL")),
   webhookAllowHttp: Config.literal("on", "off")("WEBHOOK_ALLOW_HTTP").pipe(Config.withDefault("off" as const)),
-  webhookAllowPrivate: Config.literal("on", "off")("WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault("off" as const))
+  webhookAllowPrivate: Config.literal("on", "off")("WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault("off" as const)),
+  deliveryThread: Config.literal("on", "off")("DELIVERY_THREAD").pipe(Config.withDefault("on" as const))
 })
 
 const isPostgres = (databaseUrl: string) => /^postgres(ql)?:\/\//.test(databaseUrl)
@@ -202,24 +205,42 @@ const reconcileSettings = (
       maxDelay: Duration.millis(config.reconcileMaxDelayMs)
     })
 
-export const domainLayer = (open: OpenSqlite) =>
+// The SMTP mailer and the webhook sender: on the delivery thread when the app has its module (the bundles do)
+// and DELIVERY_THREAD is not off, else on the main thread.
+const sendersLayer = (
+  config: Config.Config.Success<typeof AppConfig>,
+  deliveryWorker: URL | undefined
+): Layer.Layer<Mailer | WebhookSender, ConfigError.ConfigError> => {
+  const webhooks = {
+    allowHttp: config.webhookAllowHttp === "on",
+    allowPrivate: config.webhookAllowPrivate === "on"
+  }
+  const smtp = config.mailTransport === "smtp"
+  if (deliveryWorker === undefined || config.deliveryThread === "off") {
+    return Layer.merge(
+      countedMailer(smtp ? SmtpMailer.layerConfig : ConsoleMailer.layer),
+      HttpWebhookSender(webhooks)
+    )
+  }
+  return Layer.merge(
+    countedMailer(smtp ? DeliveryThread.mailerLayer : ConsoleMailer.layer),
+    DeliveryThread.webhookSenderLayer
+  ).pipe(Layer.provide(DeliveryThread.layer({ worker: deliveryWorker, smtp, webhooks })))
+}
+
+export const domainLayer = (open: OpenSqlite, deliveryWorker?: URL) =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
       const config = yield* AppConfig
       const baseUrl = Option.getOrElse(config.baseUrl, () => `http://localhost:${config.port}`).replace(/\/+$/, "")
-      const mailer = countedMailer(config.mailTransport === "smtp" ? SmtpMailer.layerConfig : ConsoleMailer.layer)
       const storage = fingerprintLayer(config.fingerprintKey).pipe(
         Layer.provideMerge(storageLayer(config.databaseUrl, open))
       )
       const ports = Layer.mergeAll(
         storage,
-        mailer,
+        sendersLayer(config, deliveryWorker),
         CryptoTokens,
         cardNetworkLayer(config.cardNetwork, config.cardNetworkTimeoutMs),
-        HttpWebhookSender({
-          allowHttp: config.webhookAllowHttp === "on",
-          allowPrivate: config.webhookAllowPrivate === "on"
-        }),
         Layer.succeed(SiteSettings, SiteSettings.of({ baseUrl })),
         Layer.succeed(MailConcurrency, config.mailConcurrency),
         Layer.succeed(ReconcileSettings, yield* reconcileSettings(config))
@@ -246,7 +267,7 @@ const runKeyPruner = Layer.scopedDiscard(Effect.flatMap(KeyPruner, (pruner) => E
 const runWorkers = Layer.mergeAll(runOutboxWorker, runPendingPurge, runReconciler, runKeyPruner)
 const runWebhookWorker = Layer.scopedDiscard(Effect.flatMap(WebhookWorker, (worker) => Effect.forkScoped(worker.run)))
 
-export const appLayer = (open: OpenSqlite) =>
+export const appLayer = (open: OpenSqlite, deliveryWorker?: URL) =>
   Layer.unwrapEffect(
     Effect.map(Effect.all([AppConfig, TelemetryConfig, tracingEnabled]), ([config, { logFormat }, tracing]) => {
       const limits = {
@@ -281,7 +302,7 @@ export const appLayer = (open: OpenSqlite) =>
         Layer.provideMerge(
           config.cardNetwork === "sandbox" ? Layer.merge(runWorkers, firstClient) : runWorkers
         ),
-        Layer.provideMerge(domainLayer(open)),
+        Layer.provideMerge(domainLayer(open, deliveryWorker)),
         Layer.provideMerge(telemetryLayer)
       )
     })

@@ -23,7 +23,8 @@ import {
   runScenario,
   scenarios,
   startSmtpSink,
-  startTarget
+  startTarget,
+  startWebhookSink
 } from "./lib/harness.mjs"
 
 const args = process.argv.slice(2)
@@ -37,8 +38,8 @@ if (!scenarios[scenario]) {
   console.error(`unknown scenario ${scenario}`)
   process.exit(2)
 }
-if (targetName !== "service" && targetName !== "service-pg") {
-  console.error("--target: service (the Node app; --cpu-prof is a node flag)")
+if (!["service", "service-pg", "service-hooks"].includes(targetName)) {
+  console.error("--target: service, service-pg or service-hooks (the Node app; --cpu-prof is a node flag)")
   process.exit(2)
 }
 
@@ -51,17 +52,20 @@ mkdirSync(dataDir, { recursive: true })
 for (const signal of ["SIGINT", "SIGTERM"]) process.once(signal, () => (killAllSync(), process.exit(130)))
 
 let sink
+let hookSink
 let target
 let databaseUrl
 try {
   buildApp()
   sink = await startSmtpSink()
+  hookSink = targetName === "service-hooks" ? await startWebhookSink() : undefined
   // service-pg runs on a throwaway PostgreSQL database, as in the benchmark.
   databaseUrl = targetName === "service-pg" ? await createDatabase() : undefined
   target = await startTarget(targetName, {
     dataDir,
     smtpPort: sink.port,
     databaseUrl,
+    webhookPort: hookSink?.port,
     extraNodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`]
   })
   const ctx = await prepareTarget(target)
@@ -97,6 +101,7 @@ try {
   if (target !== undefined) await target.stop()
   if (databaseUrl !== undefined) await dropDatabase(databaseUrl).catch(() => {})
   sink?.stop()
+  hookSink?.stop()
   killAllSync()
   rmSync(dataDir, { recursive: true, force: true })
 }

@@ -124,7 +124,7 @@ const secretString = <A>(options: {
     jsonSchema: { type: "string", description: options.description }
   })
 
-const formatAccountUri = (account: CardAccount) =>
+export const formatAccountUri = (account: CardAccount) =>
   `pan:${Redacted.value(account.pan)};exp=${String(account.expiry.year).padStart(4, "0")}-${
     String(account.expiry.month).padStart(2, "0")
   };cvc=${Redacted.value(account.cvc)}`
@@ -148,11 +148,13 @@ export const parseAuthenticationValue = (input: string): Either.Either<Redacted.
     : Either.left("authentication_value must be ucaf: followed by base64.")
 }
 
+export const formatAuthenticationValue = (value: Redacted.Redacted<string>) => `ucaf:${Redacted.value(value)}`
+
 // `ucaf:<base64>`: the 3-D Secure / Mastercard Identity Check authentication value, opaque to us.
 export const AuthenticationValue = secretString<Redacted.Redacted<string>>({
   placeholder: "[authentication value]",
   notString: "authentication_value must be a string.",
   parse: parseAuthenticationValue,
-  format: (value) => `ucaf:${Redacted.value(value)}`,
+  format: (value) => formatAuthenticationValue(value),
   description: "ucaf:<base64>, with or without padding"
 })

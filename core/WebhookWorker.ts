@@ -10,6 +10,9 @@ export const DeliveryLease = Duration.seconds(60)
 // claims a batch of several times that, so that claiming and marking cost a few statements per batch.
 export const PerEndpoint = 16
 const Batch = 64
+// Passes of one lane at once: while one waits for its claim or its marks to commit, another sends. The claim's
+// lease keeps them from taking the same deliveries, as it keeps instances apart.
+const PassesPerLane = 3
 const MaxEndpoints = 256
 const PollInterval = Duration.seconds(1)
 
@@ -30,8 +33,9 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
           body: delivery.body
         })).pipe(Effect.either)
 
-    // One pass of an endpoint's lane: false when it has nothing (more) to do now.
-    const pass = (endpoint: EndpointId) =>
+    // One pass of an endpoint's lane: false when it has nothing (more) to do now. Only a pass that `probes` tries
+    // a failing endpoint, so that it gets one attempt at a time.
+    const pass = (endpoint: EndpointId, probes: boolean) =>
       Effect.gen(function*() {
         const now = yield* DateTime.now
         const target = yield* store.target(endpoint)
@@ -39,6 +43,7 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
         const { failingSince, retryAt, secret, url } = target.value
         if (retryAt !== undefined && DateTime.lessThan(now, retryAt)) return false
         const failing = failingSince !== undefined
+        if (failing && !probes) return false
         const due = yield* store.claim(
           endpoint,
           now,
@@ -70,21 +75,22 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
         return false
       })
 
+    const passes = (endpoint: EndpointId) =>
+      Effect.forEach(
+        Array.from({ length: PassesPerLane }, (_, i) => i === 0),
+        (probes) => pass(endpoint, probes).pipe(Effect.repeat({ while: (more) => more })),
+        { concurrency: "unbounded", discard: true }
+      )
+
     const lane = (endpoint: EndpointId) =>
-      pass(endpoint).pipe(
-        Effect.repeat({ while: (more) => more }),
+      passes(endpoint).pipe(
         Effect.catchAllCause((cause) => Effect.logError("webhook delivery failed", cause)),
         Effect.ensuring(Effect.sync(() => running.delete(endpoint)))
       )
 
     // Every lane with work now, each to its end: what `run` does once, without forking (for tests and tools).
     const deliverDue = Effect.flatMap(DateTime.now, (now) => store.dueEndpoints(now, MaxEndpoints)).pipe(
-      Effect.flatMap((due) =>
-        Effect.forEach(due, (endpoint) => pass(endpoint).pipe(Effect.repeat({ while: (more) => more })), {
-          concurrency: "unbounded",
-          discard: true
-        })
-      )
+      Effect.flatMap((due) => Effect.forEach(due, passes, { concurrency: "unbounded", discard: true }))
     )
 
     const waitForWork = Effect.raceFirst(Queue.take(wakeUps), Effect.sleep(PollInterval))

@@ -5,6 +5,7 @@
 //   dist/node/main.mjs (+ .map)   apps/node/main.ts
 //   dist/cli/main.mjs  (+ .map)   apps/cli/main.ts
 //   dist/deno/main.mjs (+ .map)   apps/deno/main.ts
+//   dist/{node,deno}/delivery.mjs  adapters/thread/DeliveryWorker.ts, the apps' delivery thread
 //
 // Why: under tsx the app idles at ~260-280 MB RSS (the TypeScript loader and every module it transpiled stay
 // in memory); the bundle idles at ~110 MB. Deno on the sources idles at ~160 MB and peaked at 300-390 MB
@@ -32,7 +33,13 @@ const external = ["better-sqlite3", "pg-native"]
 const started = performance.now()
 const result = await build({
   absWorkingDir: root,
-  entryPoints: { "node/main": "apps/node/main.ts", "cli/main": "apps/cli/main.ts", "deno/main": "apps/deno/main.ts" },
+  entryPoints: {
+    "node/main": "apps/node/main.ts",
+    "node/delivery": "adapters/thread/DeliveryWorker.ts",
+    "cli/main": "apps/cli/main.ts",
+    "deno/main": "apps/deno/main.ts",
+    "deno/delivery": "adapters/thread/DeliveryWorker.ts"
+  },
   outdir: "dist",
   outExtension: { ".js": ".mjs" },
   bundle: true,

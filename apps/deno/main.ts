@@ -1,12 +1,13 @@
 import { HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Exit, ManagedRuntime } from "effect"
 import { openNodeSqlite } from "../../adapters/sqlite/NodeSqlite.ts"
+import { bundledWorker } from "../../adapters/thread/DeliveryThread.ts"
 import { appLayer, serverOptions } from "../AppLayer.ts"
 import { BodyTooLarge, RequestPipeline } from "../http/Pipeline.ts"
 
 // The same pipeline as the Node app, served by Deno.serve. Building it here starts the database, the
 // migrations and the outbox worker before the port opens, as the Node app does.
-const runtime = ManagedRuntime.make(appLayer(openNodeSqlite))
+const runtime = ManagedRuntime.make(appLayer(openNodeSqlite, bundledWorker(import.meta.url)))
 const pipeline = await runtime.runPromise(RequestPipeline)
 const { port } = await Effect.runPromise(serverOptions)
 

@@ -4,6 +4,7 @@ import { Cause, Effect, Exit, FiberId, Layer, Stream } from "effect"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { Readable } from "node:stream"
 import { openBetterSqlite3 } from "../../adapters/sqlite/BetterSqlite3.ts"
+import { bundledWorker } from "../../adapters/thread/DeliveryThread.ts"
 import { SiteSettings } from "../../core/SiteSettings.ts"
 import { appLayer, serverOptions } from "../AppLayer.ts"
 import type { RequestHeaders } from "../http/Caching.ts"
@@ -108,4 +109,6 @@ const ServerLive = Layer.scopedDiscard(Effect.gen(function*() {
 
 // The app (database, migrations, outbox worker) is built before the port opens: a request that arrives
 // while the service starts waits in the kernel's queue instead of hanging on a server that cannot answer yet.
-NodeRuntime.runMain(Layer.launch(ServerLive.pipe(Layer.provide(appLayer(openBetterSqlite3)))))
+NodeRuntime.runMain(
+  Layer.launch(ServerLive.pipe(Layer.provide(appLayer(openBetterSqlite3, bundledWorker(import.meta.url)))))
+)

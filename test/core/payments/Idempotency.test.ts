@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { DateTime, Duration, Redacted, Schema } from "effect"
+import { DateTime, Duration, Either, Redacted, Schema } from "effect"
 import * as fc from "effect/FastCheck"
 import {
   canonicalJson,
@@ -13,7 +13,10 @@ import {
   requestHash
 } from "../../../core/Idempotency.ts"
 import { PaymentTransferRequest, TransferId } from "../../../core/Transfer.ts"
-import { accountParts, cvcParam, expParam, renderUri } from "./arbitraries.ts"
+import { alnum, stringFrom, validEmail } from "../arbitraries.ts"
+import { accountParts, currency, cvcParam, expParam, renderAccount, renderUri } from "./arbitraries.ts"
+
+const printable = Array.from({ length: 0x7e - 0x20 }, (_, i) => String.fromCharCode(0x21 + i)).join("")
 
 // A stand-in for the keyed hash: the canonical text itself, so that tests can see what is hashed.
 const fingerprints = { of: (value: Redacted.Redacted<string>) => `h(${Redacted.value(value)})` }
@@ -65,6 +68,46 @@ describe("requestHash", () => {
     // Stored keys from before this rule hashed the body `{"payment_transfer": ...}` in canonical form.
     assert.strictEqual(hash, `h(${canonicalJson({ payment_transfer: body(uri) })})`)
   })
+})
+
+// Any request that decodes: names with any non-control text, optional middle names and authentication values,
+// padded or not, every currency, any amount string.
+const text = fc.string({ unit: "grapheme", minLength: 1, maxLength: 12 }).filter((s) => !/\p{Cc}/u.test(s))
+const base64 = fc.base64String({ minLength: 4, maxLength: 40 })
+const requestBody = fc.record({
+  reference: stringFrom(printable, { minLength: 1, maxLength: 64 }),
+  amount: fc.oneof(fc.string({ maxLength: 12 }), fc.stringMatching(/^[0-9]{1,6}(\.[0-9]{1,3})?$/)),
+  currency: currency,
+  sender_account_uri: accountParts.map(renderAccount),
+  sender: fc.record({ first_name: text, middle_name: text, email: validEmail }, {
+    requiredKeys: ["first_name", "email"]
+  }),
+  recipient: fc.record({
+    first_name: text,
+    middle_name: text,
+    email: validEmail,
+    merchant_id: stringFrom(`${alnum}_.:-`, { minLength: 1, maxLength: 64 })
+  }, { requiredKeys: ["first_name", "email", "merchant_id"] }),
+  authentication_value: base64.map((b) => `ucaf:${b.replace(/=+$/, "")}`)
+}, { requiredKeys: ["reference", "amount", "currency", "sender_account_uri", "sender", "recipient"] })
+const decodeEither = Schema.decodeUnknownEither(PaymentTransferRequest)
+const encode = Schema.encodeSync(PaymentTransferRequest)
+
+describe("requestHash's canonical text", () => {
+  it.prop(
+    "is what canonicalJson makes of the request encoded through its Schema (stored hashes stay the same)",
+    [requestBody],
+    ([raw]) => {
+      const decoded = decodeEither(raw)
+      fc.pre(Either.isRight(decoded))
+      const request = (decoded as Either.Right<never, PaymentTransferRequest>).right
+      assert.strictEqual(
+        requestHash(fingerprints, request),
+        `h(${canonicalJson({ payment_transfer: encode(request) })})`
+      )
+    },
+    { fastCheck: { numRuns: 500 } }
+  )
 })
 
 describe("decideStart", () => {

@@ -1,0 +1,144 @@
+import { Context, Effect, Layer } from "effect"
+import { existsSync } from "node:fs"
+import { Worker } from "node:worker_threads"
+import { MailDeliveryFailed } from "../../core/Errors.ts"
+import { type Mail, Mailer } from "../../core/Mailer.ts"
+import { DeliveryFailed, type SignedRequest, WebhookSender } from "../../core/Webhooks.ts"
+import { make as makeHttpWebhookSender, type WebhookSenderOptions } from "../webhook/HttpWebhookSender.ts"
+
+// The outbox's sends on a thread of their own. The service's main thread answers requests and runs every
+// database statement; an SMTP conversation or a webhook's HTTP request costs it about as much CPU as a
+// transfer does (composing, signing, the sockets' round trips), so with the sends beside the requests the
+// outbox and the requests took turns on one core while the second stood idle (docs/decisions/0029). Here the
+// workers stay on the main thread (claiming, tokens, marking: database work, in the group commit) and hand
+// each send to DeliveryWorker.ts on a worker thread, which runs the same adapters (SmtpMailer,
+// HttpWebhookSender) and answers with the outcome.
+//
+// Nothing durable lives in the thread: a send it never answers (the thread died) fails as a temporary
+// error, and the row is tried again as after any failed attempt. The thread is started again on the next send.
+
+export interface DeliveryThreadOptions {
+  // The worker's module: the bundle's dist/<app>/delivery.mjs (scripts/build.mjs).
+  readonly worker: URL
+  readonly smtp: boolean
+  readonly webhooks: WebhookSenderOptions
+}
+
+// What the worker is started with (workerData), and the messages both ways.
+export interface WorkerSetup {
+  readonly smtp: boolean
+  readonly webhooks: WebhookSenderOptions
+}
+export type Job =
+  | { readonly n: number; readonly kind: "mail"; readonly mail: Mail }
+  | { readonly n: number; readonly kind: "webhook"; readonly request: SignedRequest }
+export type Reply =
+  | { readonly n: number; readonly ok: true }
+  | { readonly n: number; readonly ok: false; readonly reason: string; readonly permanent: boolean }
+export type Status = { readonly ready: true } | { readonly ready: false; readonly error: string }
+
+type Settle = (reply: Reply) => void
+
+const make = (options: DeliveryThreadOptions) =>
+  Effect.gen(function*() {
+    const pending = new Map<number, Settle>()
+    let next = 0
+    let current: Worker | undefined
+    let closed = false
+
+    const failAll = (reason: string) => {
+      const waiting = [...pending.entries()]
+      pending.clear()
+      for (const [n, settle] of waiting) settle({ n, ok: false, reason, permanent: false })
+    }
+
+    // Resolves once the worker has built its adapters; fails with the worker's message if it could not (a bad
+    // SMTP_URL, say), which stops the service at start as the in-thread adapter would.
+    const spawn = () =>
+      new Promise<Worker>((resolve, reject) => {
+        const setup: WorkerSetup = { smtp: options.smtp, webhooks: options.webhooks }
+        const worker = new Worker(options.worker, { workerData: setup })
+        let started = false
+        worker.on("message", (message: Reply | Status) => {
+          if ("ready" in message) {
+            started = true
+            return message.ready ? resolve(worker) : reject(new Error(message.error))
+          }
+          const settle = pending.get(message.n)
+          pending.delete(message.n)
+          settle?.(message)
+        })
+        worker.on("error", (error) => {
+          if (!started) reject(error)
+        })
+        worker.on("exit", (code) => {
+          if (current === worker) current = undefined
+          if (!started) reject(new Error(`the delivery thread exited at start (${code})`))
+          failAll(`the delivery thread stopped (${code})`)
+        })
+      })
+
+    current = yield* Effect.tryPromise({ try: spawn, catch: (e) => e }).pipe(Effect.orDie)
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(async () => {
+        closed = true
+        await current?.terminate()
+      })
+    )
+
+    // One send: a message to the thread and its answer. An interrupted send only stops waiting; the thread
+    // finishes it within its own time-out.
+    const run = (job: (n: number) => Job) =>
+      Effect.async<Reply>((resume) => {
+        const n = next++
+        pending.set(n, (reply) => resume(Effect.succeed(reply)))
+        const post = (worker: Worker) => worker.postMessage(job(n))
+        if (current !== undefined) post(current)
+        else if (closed) pending.get(n)!({ n, ok: false, reason: "the service is stopping", permanent: false })
+        else {
+          spawn().then((worker) => {
+            current = worker
+            post(worker)
+          }, (e) =>
+            pending.get(n)?.({ n, ok: false, reason: `the delivery thread did not start: ${e}`, permanent: false }))
+        }
+        return Effect.sync(() =>
+          void pending.delete(n)
+        )
+      })
+
+    const mailer = Mailer.of({
+      send: (mail) =>
+        Effect.flatMap(run((n) => ({ n, kind: "mail", mail })), (reply) =>
+          reply.ok
+            ? Effect.void
+            : Effect.fail(new MailDeliveryFailed({ reason: reply.reason, permanent: reply.permanent })))
+    })
+    const local = makeHttpWebhookSender(options.webhooks)
+    const webhookSender = WebhookSender.of({
+      // Registration's check stays here: it answers a request.
+      check: local.check,
+      send: (request) =>
+        Effect.flatMap(run((n) => ({ n, kind: "webhook", request })), (reply) =>
+          reply.ok ? Effect.void : Effect.fail(new DeliveryFailed({ reason: reply.reason })))
+    })
+    return { mailer, webhookSender } as const
+  })
+
+export class DeliveryThread extends Context.Tag("DeliveryThread")<
+  DeliveryThread,
+  Effect.Effect.Success<ReturnType<typeof make>>
+>() {}
+
+export const layer = (options: DeliveryThreadOptions): Layer.Layer<DeliveryThread> =>
+  Layer.scoped(DeliveryThread, make(options))
+// The ports it serves. The Mailer only when mail goes out over SMTP: console mail is printed where it is made.
+export const webhookSenderLayer = Layer.effect(WebhookSender, Effect.map(DeliveryThread, (t) => t.webhookSender))
+export const mailerLayer = Layer.effect(Mailer, Effect.map(DeliveryThread, (t) => t.mailer))
+
+// The worker's module beside an app's bundle (dist/node/delivery.mjs next to dist/node/main.mjs), if there is
+// one: an app run from its sources (npm run start:dev) sends on its main thread.
+export const bundledWorker = (appModule: string): URL | undefined => {
+  const worker = new URL("./delivery.mjs", appModule)
+  return appModule.endsWith(".mjs") && existsSync(worker) ? worker : undefined
+}

@@ -1,0 +1,52 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Either, Exit, Fiber, Layer } from "effect"
+import { DeliveryThread, layer } from "../../adapters/thread/DeliveryThread.ts"
+import type { EventId } from "../../core/Webhooks.ts"
+
+// The main thread's side of the delivery thread, against a stand-in module that speaks its messages
+// (echo-worker.mjs): outcomes come back to the send that asked, a thread that dies fails what it held as
+// temporary and is started again for the next send, and a thread that cannot start stops the layer. The real
+// module is exercised by every black-box mail and webhook suite (the bundles run it).
+const worker = new URL("./echo-worker.mjs", import.meta.url)
+const thread = (allowHttp: unknown = true) =>
+  layer({ worker, smtp: true, webhooks: { allowHttp: allowHttp as boolean, allowPrivate: true } })
+const request = (url: string) => ({ url, secret: "whsec_AAAA", id: "evt_1" as EventId, timestamp: 1, body: "{}" })
+const mail = (address: string) => ({ to: { name: "Ann", address }, subject: "s", text: "t", html: "h", headers: {} })
+
+describe("DeliveryThread", () => {
+  it.scoped("answers each send with its own outcome, a mail's permanence included", () =>
+    Effect.gen(function*() {
+      const { mailer, webhookSender } = yield* DeliveryThread
+      const outcomes = yield* Effect.all([
+        Effect.either(webhookSender.send(request("http://127.0.0.1:9/ok"))),
+        Effect.either(mailer.send(mail("ann@example.com"))),
+        Effect.either(mailer.send(mail("refused@example.com")))
+      ], { concurrency: "unbounded" })
+      assert.isTrue(Either.isRight(outcomes[0]))
+      assert.isTrue(Either.isRight(outcomes[1]))
+      assert.deepStrictEqual(
+        Either.getLeft(outcomes[2]).pipe((l) => l._tag === "Some" ? l.value : undefined)?.permanent,
+        true
+      )
+    }).pipe(Effect.provide(thread())))
+
+  it.scopedLive("a thread that dies fails the sends it held as temporary, and the next send starts another", () =>
+    Effect.gen(function*() {
+      const { mailer, webhookSender } = yield* DeliveryThread
+      const held = yield* Effect.fork(Effect.either(webhookSender.send(request("http://127.0.0.1:9/hang"))))
+      yield* Effect.sleep("50 millis")
+      const died = yield* Effect.either(webhookSender.send(request("http://127.0.0.1:9/exit")))
+      assert.match(Either.isLeft(died) ? died.left.reason : "", /the delivery thread stopped/)
+      const first = yield* Fiber.join(held)
+      assert.match(Either.isLeft(first) ? first.left.reason : "", /the delivery thread stopped/)
+      const again = yield* Effect.either(mailer.send(mail("ann@example.com")))
+      assert.isTrue(Either.isRight(again))
+    }).pipe(Effect.provide(thread())))
+
+  it.effect("a thread that cannot start stops the layer with its message", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(Effect.scoped(Layer.build(thread("fail-at-start"))))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.match(String(Exit.isFailure(exit) ? exit.cause : ""), /bad SMTP_URL/)
+    }))
+})
