@@ -90,7 +90,7 @@ const targetNames = [
   "ref2",
   ...(options.deno ? ["deno"] : []),
   ...(options.postgres ? ["service-pg", ...(options.scaleout ? [] : ["ref-pg"]), "service-pg-x2"] : []),
-  ...(options.targets?.includes("service-hooks") ? ["service-hooks"] : [])
+  ...["service-hooks", "service-1t", "service-hooks-1t"].filter((t) => options.targets?.includes(t))
 ].filter((t) => options.targets === undefined || options.targets.includes(t))
 for (const t of options.targets ?? []) {
   if (!targetDefinitions[t]) {
@@ -109,7 +109,10 @@ const ratioPairs = [
   ["service-pg", "ref-pg"],
   ["service-pg-x2", "service-pg"],
   ["service-pg-x2", "ref-pg"],
-  ["service-hooks", "service"]
+  ["service-hooks", "service"],
+  ["service-1t", "service"],
+  ["service-hooks-1t", "service-1t"],
+  ["service-hooks-1t", "service-hooks"]
 ].filter(([a, b]) => targetNames.includes(a) && targetNames.includes(b))
 const ratioNames = ratioPairs.map(([a, b]) => `${a}/${b}`)
 
@@ -221,7 +224,7 @@ const main = async () => {
   // The Node app runs as `npm start` runs it: the bundle, built once here (not inside any start-up time).
   if (targetNames.some((t) => targetDefinitions[t].bundle)) buildApp()
   const sink = await startSmtpSink()
-  const hookSink = targetNames.includes("service-hooks") ? await startWebhookSink() : undefined
+  const hookSink = targetNames.some((t) => targetDefinitions[t].webhooks) ? await startWebhookSink() : undefined
   try {
     for (let round = 1; round <= options.rounds; round++) {
       console.log(`\n-- round ${round}/${options.rounds}`)

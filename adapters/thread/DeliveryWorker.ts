@@ -33,14 +33,27 @@ const send = (job: Job): Effect.Effect<void, Failure, Mailer | WebhookSender> =>
     ? Effect.flatMap(Mailer, (m) => m.send(job.mail))
     : Effect.flatMap(WebhookSender, (s) => s.send(job.request))
 
+// Answers go back in batches, as the jobs came: those finished in one turn of the event loop in one message.
+let answers: Array<Reply> = []
+const answer = (reply: Reply) => {
+  if (answers.length === 0) {
+    setImmediate(() => {
+      const batch = answers
+      answers = []
+      port.postMessage(batch)
+    })
+  }
+  answers.push(reply)
+}
+
 runtime.runtime().then(
   () => {
-    port.on("message", (job: Job) => {
-      runtime.runPromiseExit(send(job)).then((exit) =>
-        port.postMessage(
-          Exit.isSuccess(exit) ? ({ n: job.n, ok: true } satisfies Reply) : failure(job.n, exit.cause)
+    port.on("message", (jobs: ReadonlyArray<Job>) => {
+      for (const job of jobs) {
+        runtime.runPromiseExit(send(job)).then((exit) =>
+          answer(Exit.isSuccess(exit) ? { n: job.n, ok: true } : failure(job.n, exit.cause))
         )
-      )
+      }
     })
     port.postMessage({ ready: true } satisfies Status)
   },

@@ -356,6 +356,27 @@ export const targetDefinitions = {
     app: true,
     webhooks: true
   },
+  // The same two, sending mail and webhooks from the main thread (DELIVERY_THREAD=off, docs/decisions/0029): what
+  // the delivery thread changes. Only with --targets.
+  "service-1t": {
+    label: "service, sends on the main thread",
+    short: "service-1t",
+    command: nodeService,
+    bundle: true,
+    database: "sqlite",
+    app: true,
+    env: { DELIVERY_THREAD: "off" }
+  },
+  "service-hooks-1t": {
+    label: "service + 1 webhook endpoint, sends on the main thread",
+    short: "service-hooks-1t",
+    command: nodeService,
+    bundle: true,
+    database: "sqlite",
+    app: true,
+    webhooks: true,
+    env: { DELIVERY_THREAD: "off" }
+  },
   // Two processes of the bundle on one database, each on its own port; the load is split between them.
   "service-pg-x2": {
     label: "service x2 (node, postgres)",
@@ -419,6 +440,7 @@ const startInstance = async (
     MERCHANT_RATE_LIMIT: "0",
     NO_COLOR: "1",
     ...(def.webhooks ? { WEBHOOK_ALLOW_HTTP: "on", WEBHOOK_ALLOW_PRIVATE: "on" } : {}),
+    ...def.env,
     ...env
   }
   const child = track(

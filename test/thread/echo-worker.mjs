@@ -5,11 +5,13 @@ import { parentPort, workerData } from "node:worker_threads"
 
 if (workerData.webhooks.allowHttp === "fail-at-start") parentPort.postMessage({ ready: false, error: "bad SMTP_URL" })
 else parentPort.postMessage({ ready: true })
-parentPort.on("message", (job) => {
+const answer = (job) => {
   if (job.kind === "webhook" && job.request.url.endsWith("/exit")) process.exit(3)
-  if (job.kind === "webhook" && job.request.url.endsWith("/hang")) return
+  if (job.kind === "webhook" && job.request.url.endsWith("/hang")) return []
   if (job.kind === "mail" && job.mail.to.address.startsWith("refused@")) {
-    return parentPort.postMessage({ n: job.n, ok: false, reason: "550 no such user", permanent: true })
+    return [{ n: job.n, ok: false, reason: "550 no such user", permanent: true }]
   }
-  parentPort.postMessage({ n: job.n, ok: true })
-})
+  return [{ n: job.n, ok: true }]
+}
+// Jobs come in arrays, and answers go back in arrays, as the real module's do.
+parentPort.on("message", (jobs) => parentPort.postMessage(jobs.flatMap(answer)))
