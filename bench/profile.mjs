@@ -68,7 +68,7 @@ try {
     webhookPort: hookSink?.port,
     extraNodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`]
   })
-  const ctx = await prepareTarget(target)
+  const ctx = await prepareTarget(target, [scenario])
   console.log(`profile: ${target.def.label} pid ${target.pid}, warm-up 1 s, then ${scenario} for ${duration} s`)
   await runScenario(target, scenario, ctx, { duration: 1, connections, measure: false })
   const from = Number(process.hrtime.bigint() / 1000n)

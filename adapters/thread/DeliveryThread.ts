@@ -126,12 +126,15 @@ const make = (options: DeliveryThreadOptions) =>
         return Effect.sync(() => void pending.delete(n))
       })
 
+    // The thread has no tracer: the send's span is made here, around the round trip to the thread.
     const mailer = Mailer.of({
       send: (mail) =>
         Effect.flatMap(run((n) => ({ n, kind: "mail", mail })), (reply) =>
           reply.ok
             ? Effect.void
-            : Effect.fail(new MailDeliveryFailed({ reason: reply.reason, permanent: reply.permanent })))
+            : Effect.fail(new MailDeliveryFailed({ reason: reply.reason, permanent: reply.permanent }))).pipe(
+            Effect.withSpan("SmtpMailer.send", { attributes: { "paysub.delivery_thread": true } })
+          )
     })
     const local = makeHttpWebhookSender(options.webhooks)
     const webhookSender = WebhookSender.of({
