@@ -24,7 +24,8 @@ import {
   scenarios,
   startSmtpSink,
   startTarget,
-  startWebhookSink
+  startWebhookSink,
+  targetDefinitions
 } from "./lib/harness.mjs"
 
 const args = process.argv.slice(2)
@@ -58,7 +59,7 @@ let databaseUrl
 try {
   buildApp()
   sink = await startSmtpSink()
-  hookSink = targetName === "service-hooks" ? await startWebhookSink() : undefined
+  hookSink = targetDefinitions[targetName].webhooks ? await startWebhookSink() : undefined
   // service-pg runs on a throwaway PostgreSQL database, as in the benchmark.
   databaseUrl = targetName === "service-pg" ? await createDatabase() : undefined
   target = await startTarget(targetName, {

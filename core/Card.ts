@@ -155,6 +155,6 @@ export const AuthenticationValue = secretString<Redacted.Redacted<string>>({
   placeholder: "[authentication value]",
   notString: "authentication_value must be a string.",
   parse: parseAuthenticationValue,
-  format: (value) => formatAuthenticationValue(value),
+  format: formatAuthenticationValue,
   description: "ucaf:<base64>, with or without padding"
 })

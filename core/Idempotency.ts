@@ -46,9 +46,7 @@ const str = JSON.stringify
 const optional = (key: string, value: string | undefined) => (value === undefined ? "" : `,${str(key)}:${str(value)}`)
 const canonicalRequest = (r: PaymentTransferRequest): string =>
   `{"payment_transfer":{"amount":${str(r.amount)}${
-    r.authentication_value === undefined ?
-      "" :
-      `,"authentication_value":${str(formatAuthenticationValue(r.authentication_value))}`
+    optional("authentication_value", r.authentication_value && formatAuthenticationValue(r.authentication_value))
   },"currency":${str(r.currency)},"recipient":{"email":${str(r.recipient.email)},"first_name":${
     str(r.recipient.first_name)
   },"merchant_id":${str(r.recipient.merchant_id)}${optional("middle_name", r.recipient.middle_name)}},"reference":${

@@ -17,17 +17,15 @@ import { make as makeHttpWebhookSender, type WebhookSenderOptions } from "../web
 // Nothing durable lives in the thread: a send it never answers (the thread died) fails as a temporary
 // error, and the row is tried again as after any failed attempt. The thread is started again on the next send.
 
-export interface DeliveryThreadOptions {
-  // The worker's module: the bundle's dist/<app>/delivery.mjs (scripts/build.mjs).
-  readonly worker: URL
-  readonly smtp: boolean
-  readonly webhooks: WebhookSenderOptions
-}
-
 // What the worker is started with (workerData), and the messages both ways.
 export interface WorkerSetup {
   readonly smtp: boolean
   readonly webhooks: WebhookSenderOptions
+}
+
+export interface DeliveryThreadOptions extends WorkerSetup {
+  // The worker's module: the bundle's dist/<app>/delivery.mjs (scripts/build.mjs).
+  readonly worker: URL
 }
 export type Job =
   | { readonly n: number; readonly kind: "mail"; readonly mail: Mail }
@@ -52,10 +50,14 @@ const make = (options: DeliveryThreadOptions) =>
     let current: Worker | undefined
     let closed = false
 
+    // A send the thread will never answer fails as a temporary error: its row is tried again.
+    const failSend = (n: number, reason: string) => {
+      const settle = pending.get(n)
+      pending.delete(n)
+      settle?.({ n, ok: false, reason, permanent: false })
+    }
     const failAll = (reason: string) => {
-      const waiting = [...pending.entries()]
-      pending.clear()
-      for (const [n, settle] of waiting) settle({ n, ok: false, reason, permanent: false })
+      for (const n of [...pending.keys()]) failSend(n, reason)
     }
 
     // Resolves once the worker has built its adapters; fails with the worker's message if it could not (a bad
@@ -101,7 +103,7 @@ const make = (options: DeliveryThreadOptions) =>
     let queued: Array<Job> = []
     let starting: Promise<Worker> | undefined
     const refuse = (jobs: ReadonlyArray<Job>, reason: string) => {
-      for (const job of jobs) pending.get(job.n)?.({ n: job.n, ok: false, reason, permanent: false })
+      for (const job of jobs) failSend(job.n, reason)
     }
     const flush = () => {
       const jobs = queued

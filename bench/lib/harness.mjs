@@ -356,27 +356,6 @@ export const targetDefinitions = {
     app: true,
     webhooks: true
   },
-  // The same two, sending mail and webhooks from the main thread (DELIVERY_THREAD=off, docs/decisions/0029): what
-  // the delivery thread changes. Only with --targets.
-  "service-1t": {
-    label: "service, sends on the main thread",
-    short: "service-1t",
-    command: nodeService,
-    bundle: true,
-    database: "sqlite",
-    app: true,
-    env: { DELIVERY_THREAD: "off" }
-  },
-  "service-hooks-1t": {
-    label: "service + 1 webhook endpoint, sends on the main thread",
-    short: "service-hooks-1t",
-    command: nodeService,
-    bundle: true,
-    database: "sqlite",
-    app: true,
-    webhooks: true,
-    env: { DELIVERY_THREAD: "off" }
-  },
   // Two processes of the bundle on one database, each on its own port; the load is split between them.
   "service-pg-x2": {
     label: "service x2 (node, postgres)",
@@ -386,6 +365,17 @@ export const targetDefinitions = {
     database: "postgres",
     app: true,
     instances: 2
+  }
+}
+// service and service-hooks sending mail and webhooks from the main thread (DELIVERY_THREAD=off,
+// docs/decisions/0029): what the delivery thread changes. Only with --targets.
+for (const name of ["service", "service-hooks"]) {
+  const def = targetDefinitions[name]
+  targetDefinitions[`${name}-1t`] = {
+    ...def,
+    label: `${def.label}, sends on the main thread`,
+    short: `${name}-1t`,
+    env: { DELIVERY_THREAD: "off" }
   }
 }
 
