@@ -57,14 +57,23 @@ const result = await build({
   sourcemap: "linked",
   // The sources are in the repository next to dist/: the map only needs the positions (5x smaller).
   sourcesContent: false,
+  charset: "ascii",
   write: false,
   logLevel: "warning"
 })
 
+// A bundle is kept in memory as the source text of its module, and V8 keeps that text in one byte per
+// character only when it is all Latin-1: one curly quote in a dependency's comment (undici has dozens) doubled
+// it, 7.2 MB of source held as 14.7 MB (a heap snapshot of the idle service). esbuild writes code in ASCII
+// (charset "ascii", its default: strings, regular expressions and names escaped), so what is left outside
+// ASCII is comment text; each such UTF-16 unit becomes one "?", which keeps every column the source map names.
+const asciiOnly = (file) =>
+  file.path.endsWith(".mjs") ? Buffer.from(file.text.replace(/[^\x00-\x7f]/g, "?"), "latin1") : file.contents
+
 for (const file of result.outputFiles) {
   mkdirSync(dirname(file.path), { recursive: true })
   const temporary = `${file.path}.${process.pid}.tmp`
-  writeFileSync(temporary, file.contents)
+  writeFileSync(temporary, asciiOnly(file))
   renameSync(temporary, file.path)
 }
 
