@@ -6,6 +6,7 @@
 //   dist/cli/main.mjs  (+ .map)   apps/cli/main.ts
 //   dist/deno/main.mjs (+ .map)   apps/deno/main.ts
 //   dist/{node,deno}/delivery.mjs  adapters/thread/DeliveryWorker.ts, the apps' delivery thread
+//   dist/{node,cli,deno}/scalar.js the docs UI's script, read by apps/http/DocsUi.ts (see scalarOutside)
 //
 // Why: under tsx the app idles at ~260-280 MB RSS (the TypeScript loader and every module it transpiled stay
 // in memory); the bundle idles at ~110 MB. Deno on the sources idles at ~160 MB and peaked at 300-390 MB
@@ -19,8 +20,8 @@
 // prints JSON on stdout.
 import { build } from "esbuild"
 import { mkdirSync, renameSync, writeFileSync } from "node:fs"
-import { dirname, relative } from "node:path"
-import { fileURLToPath } from "node:url"
+import { dirname, relative, resolve } from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
 
@@ -29,6 +30,21 @@ const root = fileURLToPath(new URL("..", import.meta.url))
 // Optional packages that other modules require inside try/catch (ws: bufferutil, utf-8-validate) stay
 // require() calls that fail and are caught, as they do unbundled.
 const external = ["better-sqlite3", "pg-native"]
+
+// Scalar's script (the docs UI, 3.2 million characters) is kept out of the bundles. Inside, it was 3.3 MB of
+// every bundle's source text and, once its module ran, a 6.4 MB string, held for the life of the process
+// whether or not anyone opened /docs. The build writes it beside each bundle as scalar.js and leaves in its
+// place the mark that apps/http/DocsUi.ts replaces with that file, read on the first request for the page.
+const ScalarMark = "/* paysub: the script in scalar.js */" // the same text as in apps/http/DocsUi.ts
+let scalarScript
+const scalarOutside = {
+  name: "scalar-outside",
+  setup: (b) =>
+    b.onLoad({ filter: /@effect[\\/]platform[\\/]dist[\\/]esm[\\/]internal[\\/]httpApiScalar\.js$/ }, async (args) => {
+      scalarScript = (await import(pathToFileURL(args.path))).javascript
+      return { contents: `export const javascript = ${JSON.stringify(ScalarMark)}`, loader: "js" }
+    })
+}
 
 const started = performance.now()
 const result = await build({
@@ -58,6 +74,7 @@ const result = await build({
   // The sources are in the repository next to dist/: the map only needs the positions (5x smaller).
   sourcesContent: false,
   charset: "ascii",
+  plugins: [scalarOutside],
   write: false,
   logLevel: "warning"
 })
@@ -70,12 +87,15 @@ const result = await build({
 const asciiOnly = (file) =>
   file.path.endsWith(".mjs") ? Buffer.from(file.text.replace(/[^\x00-\x7f]/g, "?"), "latin1") : file.contents
 
-for (const file of result.outputFiles) {
-  mkdirSync(dirname(file.path), { recursive: true })
-  const temporary = `${file.path}.${process.pid}.tmp`
-  writeFileSync(temporary, asciiOnly(file))
-  renameSync(temporary, file.path)
+const writeAtomically = (path, contents) => {
+  mkdirSync(dirname(path), { recursive: true })
+  const temporary = `${path}.${process.pid}.tmp`
+  writeFileSync(temporary, contents)
+  renameSync(temporary, path)
 }
+for (const file of result.outputFiles) writeAtomically(file.path, asciiOnly(file))
+if (scalarScript === undefined) throw new Error("build: no bundle imported Scalar's script; the docs UI would be blank")
+for (const dir of ["node", "cli", "deno"]) writeAtomically(resolve(root, "dist", dir, "scalar.js"), scalarScript)
 
 const sizes = result.outputFiles.filter((f) => f.path.endsWith(".mjs")).map((f) =>
   `${relative(root, f.path)} (${(f.contents.length / 2 ** 20).toFixed(1)} MB)`

@@ -33,7 +33,7 @@ export const MetaLive = group(Api, "meta", (handlers) =>
     const sql = yield* SqlClient
     const { baseUrl } = yield* SiteSettings
     const spec = openApiDocument(Api, baseUrl)
-    const docsPage = yield* scalarPage(documentedApi(Api, baseUrl))
+    const docsPage = yield* Effect.cached(scalarPage(documentedApi(Api, baseUrl)))
     const sample = (gauges: typeof mailGauges, row: { depth: number | string; oldest: unknown } | undefined) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
@@ -59,7 +59,7 @@ export const MetaLive = group(Api, "meta", (handlers) =>
         ))
       .handle("errors", () => Effect.succeed(catalogPage))
       .handle("openapi", () => Effect.succeed(HttpServerResponse.unsafeJson(spec)))
-      .handle("docs", () => Effect.succeed(docsPage))
+      .handle("docs", () => docsPage)
       .handle("metrics", () =>
         Effect.map(
           sampleOutbox,

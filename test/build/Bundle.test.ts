@@ -27,6 +27,15 @@ describe("the bundles", () => {
     })
   }
 
+  it("have Scalar's script beside them, for the docs page (apps/http/DocsUi.ts), and not inside", () => {
+    for (const dir of ["node", "deno", "cli"]) {
+      const script = readFileSync(resolve(dist, dir, "scalar.js"), "utf8")
+      assert.isAbove(script.length, 1_000_000)
+      assert.include(script, "Minified by jsDelivr")
+      assert.notInclude(readFileSync(resolve(dist, dir, "main.mjs"), "latin1"), "Minified by jsDelivr")
+    }
+  })
+
   it("map a function of the core back to its file and line", () => {
     const text = readFileSync(resolve(dist, "node/main.mjs"), "utf8")
     const lines = text.split("\n")

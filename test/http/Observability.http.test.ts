@@ -299,6 +299,8 @@ describe("GET /docs", () => {
     assert.strictEqual(page.status, 200)
     assert.match(page.headers.get("content-type") ?? "", /^text\/html/)
     const html = await page.text()
+    // The bundle's page carries Scalar's script itself, read from beside the bundle (scripts/build.mjs).
+    assert.notInclude(html, "paysub: the script in scalar.js")
     const embedded = /<script id="api-reference" type="application\/json">([\s\S]*?)<\/script>/.exec(html)
     assert.isNotNull(embedded)
     const document = await (await fetch(`${app.baseUrl}/openapi.json`)).json()
