@@ -279,14 +279,19 @@ describe("traces with a real card network (CARD_NETWORK=http)", () => {
       transferBody({ sender_account_uri: accountUri(Pan, expiry(24), Cvc), authentication_value: AuthValue })
     )
     assert.strictEqual(answer.status, 201)
+    // The request's span ends after the call's, so it may come in a later export: wait for both.
     const deadline = Date.now() + 15_000
     const authorize = () => spans.find((s) => s.name === "HttpCardNetwork.authorize")
-    while (Date.now() < deadline && authorize() === undefined) await new Promise((r) => setTimeout(r, 100))
+    const rootOf = (traceId: string) =>
+      spans.find((s) => s.traceId === traceId && s.name === "POST /merchant/transfers/payment")
+    const arrived = () => {
+      const call = authorize()
+      return call !== undefined && rootOf(call.traceId) !== undefined
+    }
+    while (Date.now() < deadline && !arrived()) await new Promise((r) => setTimeout(r, 100))
     const call = authorize()
     assert.isDefined(call, spans.map((s) => s.name).join(", "))
-    const trace = spans.filter((s) => s.traceId === call!.traceId)
-    const root = trace.find((s) => s.name === "POST /merchant/transfers/payment")
-    assert.isDefined(root)
+    assert.isDefined(rootOf(call!.traceId), spans.map((s) => s.name).join(", "))
     await new Promise((r) => setTimeout(r, 300))
     const text = JSON.stringify(spans.filter((s) => s.traceId === call!.traceId))
     for (const secret of [...secrets(), client.api_key, ProcessorKey]) assert.notInclude(text, secret)
