@@ -10,7 +10,7 @@
 // The .cpuprofile (open it in Chrome DevTools > Performance, or speedscope) and a JSON summary are kept
 // under bench/results/profiles/.
 import { execFileSync, spawn } from "node:child_process"
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import os from "node:os"
 import { join } from "node:path"
 import { format, summarise } from "./cpuprofile-summary.mjs"
@@ -91,6 +91,33 @@ const perfReport = (lines) =>
     }`
   ).join("\n\n")
 
+// What --perf-basic-prof wrote: the symbol map perf report has read, and V8's logs in the app's directory.
+const removePerfFiles = (pid) => {
+  rmSync(`/tmp/perf-${pid}.map`, { force: true })
+  for (const f of readdirSync(root).filter((f) => f.startsWith("isolate-") && f.endsWith(`-${pid}-v8.log`))) {
+    rmSync(join(root, f))
+  }
+}
+
+// The load window's part of the .cpuprofile the app wrote as it stopped, printed and kept as summary.json.
+const summariseCpuProfile = (exit, run, from, to) => {
+  const file = readdirSync(profileDir).find((f) => f.endsWith(".cpuprofile"))
+  if (file === undefined) throw new Error(`no .cpuprofile written (the app exited with ${JSON.stringify(exit)})`)
+  const profile = JSON.parse(readFileSync(join(profileDir, file), "utf8"))
+  const summary = summarise(profile, { top, from, to, root })
+  console.log(`\n${format(summary)}`)
+  const summaryFile = join(profileDir, "summary.json")
+  writeFileSync(
+    summaryFile,
+    `${
+      JSON.stringify({ scenario, duration, connections, machine: machineInfo(), run, profile: file, summary }, null, 2)
+    }\n`
+  )
+  console.log(
+    `\nprofile: ${join(profileDir, file).replace(`${root}/`, "")}\nsummary: ${summaryFile.replace(`${root}/`, "")}`
+  )
+}
+
 let sink
 let hookSink
 let target
@@ -124,33 +151,11 @@ try {
     await recording
     console.log(`\n${perfReport(top)}\nperf data: ${perfData.replace(`${root}/`, "")}`)
   }
-  const exitPid = target.pid
+  const pid = target.pid
   const exit = await target.stop(30_000)
   target = undefined
-  if (perf) {
-    // What --perf-basic-prof wrote (the symbol map perf report has read, and V8's logs in the app's directory).
-    rmSync(`/tmp/perf-${exitPid}.map`, { force: true })
-    for (const f of readdirSync(root).filter((f) => f.startsWith("isolate-") && f.endsWith(`-${exitPid}-v8.log`))) {
-      rmSync(join(root, f))
-    }
-    process.exit(0)
-  }
-  const file = readdirSync(profileDir).find((f) => f.endsWith(".cpuprofile"))
-  if (file === undefined) throw new Error(`no .cpuprofile written (the app exited with ${JSON.stringify(exit)})`)
-  const { readFileSync } = await import("node:fs")
-  const profile = JSON.parse(readFileSync(join(profileDir, file), "utf8"))
-  const summary = summarise(profile, { top, from, to, root })
-  console.log(`\n${format(summary)}`)
-  const summaryFile = join(profileDir, "summary.json")
-  writeFileSync(
-    summaryFile,
-    `${
-      JSON.stringify({ scenario, duration, connections, machine: machineInfo(), run, profile: file, summary }, null, 2)
-    }\n`
-  )
-  console.log(
-    `\nprofile: ${join(profileDir, file).replace(`${root}/`, "")}\nsummary: ${summaryFile.replace(`${root}/`, "")}`
-  )
+  if (perf) removePerfFiles(pid)
+  else summariseCpuProfile(exit, run, from, to)
 } finally {
   if (target !== undefined) await target.stop()
   if (databaseUrl !== undefined) await dropDatabase(databaseUrl).catch(() => {})

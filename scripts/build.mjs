@@ -95,7 +95,9 @@ const writeAtomically = (path, contents) => {
 }
 for (const file of result.outputFiles) writeAtomically(file.path, asciiOnly(file))
 if (scalarScript === undefined) throw new Error("build: no bundle imported Scalar's script; the docs UI would be blank")
-for (const dir of ["node", "cli", "deno"]) writeAtomically(resolve(root, "dist", dir, "scalar.js"), scalarScript)
+for (const app of result.outputFiles.filter((f) => f.path.endsWith("main.mjs"))) {
+  writeAtomically(resolve(dirname(app.path), "scalar.js"), scalarScript)
+}
 
 const sizes = result.outputFiles.filter((f) => f.path.endsWith(".mjs")).map((f) =>
   `${relative(root, f.path)} (${(f.contents.length / 2 ** 20).toFixed(1)} MB)`

@@ -11,7 +11,7 @@ const ScalarMark = "/* paysub: the script in scalar.js */"
 // taken from a router of its own and served by the pipeline's /docs endpoint: the page holds the same OpenAPI
 // document as /openapi.json. Made on the first request for it (`Effect.cached` by the caller), so that a
 // process nobody asks for its docs never holds the 3.3 MB page.
-export const scalarPage = (api: HttpApi.HttpApi.Any, bundle: string = import.meta.url) =>
+export const scalarPage = (api: HttpApi.HttpApi.Any) =>
   Effect.gen(function*() {
     const router = yield* HttpLayerRouter.make
     yield* Layer.build(
@@ -28,7 +28,7 @@ export const scalarPage = (api: HttpApi.HttpApi.Any, bundle: string = import.met
     if (page.body._tag !== "Uint8Array") return page
     const html = new TextDecoder().decode(page.body.body)
     if (!html.includes(ScalarMark)) return page
-    const script = readFileSync(new URL("./scalar.js", bundle), "utf8")
+    const script = readFileSync(new URL("./scalar.js", import.meta.url), "utf8")
     return HttpServerResponse.text(html.replace(ScalarMark, () => script), {
       status: page.status,
       headers: page.headers,
