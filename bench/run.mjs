@@ -12,7 +12,8 @@
 //   --scenarios=a,b         a subset of approved,approvedIdempotent,replay,declined,notModified,subscribe
 //   --targets=a,b           a subset of the targets the other flags chose (service, ref1, ref2, deno,
 //                           service-pg, ref-pg, service-pg-x2), or service-hooks: the service with one webhook
-//                           endpoint (e.g. --targets=service,service-hooks --scenarios=approved)
+//                           endpoint (e.g. --targets=service,service-hooks --scenarios=approved), or baseline:
+//                           the Node app of the checkout at BENCH_BASELINE, built there (a change against main)
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import os from "node:os"
 import { join, relative } from "node:path"
@@ -90,7 +91,9 @@ const targetNames = [
   "ref2",
   ...(options.deno ? ["deno"] : []),
   ...(options.postgres ? ["service-pg", ...(options.scaleout ? [] : ["ref-pg"]), "service-pg-x2"] : []),
-  ...["service-hooks", "service-1t", "service-hooks-1t"].filter((t) => options.targets?.includes(t))
+  ...["service-hooks", "service-1t", "service-hooks-1t", "baseline", "baseline-hooks"].filter((t) =>
+    options.targets?.includes(t)
+  )
 ].filter((t) => options.targets === undefined || options.targets.includes(t))
 for (const t of options.targets ?? []) {
   if (!targetDefinitions[t]) {
@@ -112,7 +115,10 @@ const ratioPairs = [
   ["service-hooks", "service"],
   ["service-1t", "service"],
   ["service-hooks-1t", "service-1t"],
-  ["service-hooks-1t", "service-hooks"]
+  ["service-hooks-1t", "service-hooks"],
+  ["service", "baseline"],
+  ["service-hooks", "baseline-hooks"],
+  ["baseline-hooks", "baseline"]
 ].filter(([a, b]) => targetNames.includes(a) && targetNames.includes(b))
 const ratioNames = ratioPairs.map(([a, b]) => `${a}/${b}`)
 
@@ -292,7 +298,9 @@ const main = async () => {
                 fmtMs(run.latencyMs.p50)
               } ms  p99 ${fmtMs(run.latencyMs.p99)} ms  RSS ${fmtInt(run.peakRssMb)} MB  CPU ${
                 fmtInt(run.serverCpuUsPerRequest)
-              } us/req (server ${fmtInt(run.serverCpuPercent)}%, load gen ${fmtInt(run.loadGeneratorCpuPercent)}%${
+              } us/req (main thread ${fmtInt(run.mainThreadCpuUsPerRequest)}; server ${
+                fmtInt(run.serverCpuPercent)
+              }%, main thread ${fmtInt(run.mainThreadCpuPercent)}%, load gen ${fmtInt(run.loadGeneratorCpuPercent)}%${
                 run.databaseCpuUsPerRequest !== undefined
                   ? `, postgres ${fmtInt(run.databaseCpuUsPerRequest)} us/req ${fmtInt(run.databaseCpuPercent)}%`
                   : ""
@@ -358,6 +366,7 @@ const summarise = () => {
         p99Ms: stat((r) => r.latencyMs.p99),
         peakRssMb: stat((r) => r.peakRssMb),
         serverCpuUsPerRequest: stat((r) => r.serverCpuUsPerRequest),
+        mainThreadCpuUsPerRequest: stat((r) => r.mainThreadCpuUsPerRequest),
         databaseCpuUsPerRequest: stat((r) => r.databaseCpuUsPerRequest ?? NaN),
         loadGeneratorCpuPercent: stat((r) => r.loadGeneratorCpuPercent),
         reconnectsPerResponse: stat((r) => Math.max(0, r.reconnectsPerResponse)),
@@ -374,17 +383,19 @@ const summarise = () => {
 }
 
 const printTable = () => {
-  const widths = [targetNames.includes("service-pg-x2") ? 37 : 27, 24, 21, 21, 16, 11, 10]
+  const widths = [targetNames.includes("service-pg-x2") ? 37 : 27, 24, 21, 21, 16, 11, 12, 10]
   const out = []
   out.push("")
   out.push(
-    `== Results: median [min-max] over ${options.rounds} round(s); ${options.durationS} s per scenario, ${options.connections} connections, loopback`
+    `== Results: median [min-max] over ${options.rounds} round(s); ${options.durationS} s per scenario, ${options.connections} connections, loopback; fsync ${results.machine.fsyncMicros} us`
   )
   for (const scenario of options.scenarios) {
     const s = results.summary[scenario]
     out.push("")
     out.push(`${scenario}: ${s.title}`)
-    out.push(line(["target", "req/s", "p50 ms", "p99 ms", "peak RSS MB", "CPU us/req", "reconn/req"], widths))
+    out.push(
+      line(["target", "req/s", "p50 ms", "p99 ms", "peak RSS MB", "CPU us/req", "main us/req", "reconn/req"], widths)
+    )
     for (const name of targetNames) {
       const t = s.targets[name]
       out.push(
@@ -395,6 +406,7 @@ const printTable = () => {
           spread(t.p99Ms.values, fmtMs),
           spread(t.peakRssMb.values, fmtInt),
           fmtInt(t.serverCpuUsPerRequest.median),
+          fmtInt(t.mainThreadCpuUsPerRequest.median),
           fmtRatio(t.reconnectsPerResponse.median)
         ], widths) + (t.unexpectedResponses > 0 ? `  (!! ${t.unexpectedResponses} unexpected answers)` : "")
       )

@@ -4,11 +4,21 @@
 import autocannon from "autocannon"
 import Database from "better-sqlite3"
 import { execFileSync, fork, spawn } from "node:child_process"
-import { readdirSync, readFileSync, statfsSync, writeFileSync } from "node:fs"
+import {
+  closeSync,
+  fdatasyncSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statfsSync,
+  writeFileSync,
+  writeSync
+} from "node:fs"
 import { createRequire } from "node:module"
 import { createServer } from "node:net"
 import os from "node:os"
-import { join, resolve } from "node:path"
+import { join, relative, resolve } from "node:path"
 import pg from "pg"
 import { denoStartCommand, nodeStartCommand } from "../../scripts/start-commands.mjs"
 
@@ -116,16 +126,28 @@ const clockTicks = (() => {
   }
 })()
 
-// VmHWM (peak resident set) and VmRSS in kB, CPU seconds (user + system) of one process.
+// CPU seconds (user + system) in a /proc stat file: of a process (all its threads), or of one thread.
+const cpuSecondsOf = (file) => {
+  const stat = readFileSync(file, "utf8")
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  return (Number(fields[11]) + Number(fields[12])) / clockTicks
+}
+
+// VmHWM (peak resident set) and VmRSS in kB, CPU seconds (user + system) of one process, and of its main thread
+// alone (the thread whose id is the process's): the one that answers requests and runs every statement, so the
+// one whose time bounds the throughput; the rest is GC helpers, the delivery thread and libuv's pool.
 export const procStats = (pid) => {
   try {
     const status = readFileSync(`/proc/${pid}/status`, "utf8")
     const kb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? NaN)
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return { hwmKb: kb("VmHWM"), rssKb: kb("VmRSS"), cpuS: (Number(fields[11]) + Number(fields[12])) / clockTicks }
+    return {
+      hwmKb: kb("VmHWM"),
+      rssKb: kb("VmRSS"),
+      cpuS: cpuSecondsOf(`/proc/${pid}/stat`),
+      mainCpuS: cpuSecondsOf(`/proc/${pid}/task/${pid}/stat`)
+    }
   } catch {
-    return { hwmKb: NaN, rssKb: NaN, cpuS: NaN }
+    return { hwmKb: NaN, rssKb: NaN, cpuS: NaN, mainCpuS: NaN }
   }
 }
 // Busy CPU seconds of the whole machine (all cores), from /proc/stat.
@@ -197,6 +219,28 @@ const versionOf = (pkg) => {
   }
 }
 
+// How long one 4 KiB write + fdatasync takes where the benchmark's databases live (median of 100): what a durable
+// commit waits for. The write ratios depend on it: one fsync per transaction (the references) against one per
+// group (the service) matters when it is slow; when it is fast, CPU per request decides.
+const fsyncMicros = (dir) => {
+  const file = join(dir, `paysub-bench-fsync-${process.pid}`)
+  const fd = openSync(file, "w")
+  try {
+    const block = Buffer.alloc(4096, 1)
+    const times = []
+    for (let i = 0; i < 100; i++) {
+      const start = process.hrtime.bigint()
+      writeSync(fd, block, 0, block.length, i * block.length)
+      fdatasyncSync(fd)
+      times.push(Number(process.hrtime.bigint() - start) / 1000)
+    }
+    return Math.round(times.sort((a, b) => a - b)[50])
+  } finally {
+    closeSync(fd)
+    rmSync(file, { force: true })
+  }
+}
+
 export const machineInfo = () => {
   const cpus = os.cpus()
   let git
@@ -233,6 +277,7 @@ export const machineInfo = () => {
     node: process.version,
     loadAverageAtStart: os.loadavg(),
     filesystem,
+    fsyncMicros: fsyncMicros(os.tmpdir()),
     sqlite: sqliteVersion,
     packages: Object.fromEntries(
       [
@@ -376,6 +421,25 @@ for (const name of ["service", "service-hooks"]) {
     label: `${def.label}, sends on the main thread`,
     short: `${name}-1t`,
     env: { DELIVERY_THREAD: "off" }
+  }
+}
+
+// `baseline` and `baseline-hooks`: service and service-hooks as another checkout has them, built there
+// (BENCH_BASELINE=/path/to/checkout): a change against the code before it, in one run. Only with --targets.
+if (process.env.BENCH_BASELINE !== undefined) {
+  const checkout = process.env.BENCH_BASELINE
+  for (const name of ["service", "service-hooks"]) {
+    const def = targetDefinitions[name]
+    const short = name.replace("service", "baseline")
+    targetDefinitions[short] = {
+      ...def,
+      label: `${def.label.replace("service", "baseline")} (${checkout})`,
+      short,
+      command: (extraNodeArgs = []) => {
+        const [node, ...args] = def.command(extraNodeArgs)
+        return [node, ...args.slice(0, -1), join(checkout, relative(root, args.at(-1)))]
+      }
+    }
   }
 }
 
@@ -607,6 +671,13 @@ export const scenarios = {
       headers: { authorization: `Bearer ${ctx.apiKey}`, "if-none-match": ctx.etag }
     }]
   },
+  // Not in the default set: what each server pays for a request that does no work (no key, no database), so
+  // what is left of a scenario's CPU per request once this floor is taken off. Ask for it with --scenarios.
+  health: {
+    title: "GET /healthz (200, no work: the cost of the HTTP stack alone)",
+    expect: 200,
+    requests: () => [{ method: "GET", path: "/healthz" }]
+  },
   subscribe: {
     title: "POST /subscribe form, new address each request (200, subscription + outbox row)",
     expect: 200,
@@ -701,7 +772,8 @@ export const runScenario = async (
     pids.map(procStats).reduce((a, b) => ({
       hwmKb: a.hwmKb + b.hwmKb,
       rssKb: a.rssKb + b.rssKb,
-      cpuS: a.cpuS + b.cpuS
+      cpuS: a.cpuS + b.cpuS,
+      mainCpuS: a.mainCpuS + b.mainCpuS
     }))
   const before = sumStats()
   const tally = { unexpected: 0 }
@@ -800,6 +872,8 @@ export const runScenario = async (
     serverCpuS: after.cpuS - before.cpuS,
     serverCpuUsPerRequest: total > 0 ? ((after.cpuS - before.cpuS) * 1e6) / total : NaN,
     serverCpuPercent: ((after.cpuS - before.cpuS) / seconds) * 100,
+    mainThreadCpuUsPerRequest: total > 0 ? ((after.mainCpuS - before.mainCpuS) * 1e6) / total : NaN,
+    mainThreadCpuPercent: ((after.mainCpuS - before.mainCpuS) / seconds) * 100,
     ...(database
       ? {
         databaseCpuS,
