@@ -1,6 +1,6 @@
 import { Context, type DateTime, type Effect, type Option } from "effect"
 import type { CurrencyCode } from "./Currency.ts"
-import type { IdempotencyKey, IdempotencyStart, KeptAnswer, KeyClaim } from "./Idempotency.ts"
+import type { IdempotencyKey, IdempotencyStart, KeptAnswer, KeyClaim, KeyRecord } from "./Idempotency.ts"
 import type { ClientId, DuplicateReference, Reference, Transfer, TransferId } from "./Transfer.ts"
 
 export interface ApiClient {
@@ -38,6 +38,9 @@ export interface TransferStoreShape {
   readonly cancel: (transfer: Transfer) => Effect.Effect<void>
   // Keeps a started key's answer; a key that has one already keeps its own.
   readonly keep: (client: ClientId, key: IdempotencyKey, answer: KeptAnswer) => Effect.Effect<void>
+  // A key's record as stored, read without writing (a read sees only what is durable). Once a key has an
+  // answer, or is held by another request, a retry is judged from this read and costs no write.
+  readonly keyRecord: (client: ClientId, key: IdempotencyKey) => Effect.Effect<Option.Option<KeyRecord>>
   // Frees a started key that has no answer, so that a retry runs again.
   readonly release: (client: ClientId, key: IdempotencyKey) => Effect.Effect<void>
   readonly get: (client: ClientId, id: TransferId) => Effect.Effect<Option.Option<Transfer>>

@@ -3,6 +3,7 @@ import { isExpired, luhn } from "./Card.ts"
 import { CardFingerprints } from "./CardFingerprints.ts"
 import { type Authorization, CardNetwork, type CardNetworkUnavailable } from "./CardNetwork.ts"
 import {
+  decideStart,
   type IdempotencyKey,
   IdempotencyKeyInUse,
   IdempotencyKeyReused,
@@ -85,19 +86,11 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
         // Every request's hash is kept with its transfer: a retry of it is recognised, with or without a key.
         const hash = requestHash(fingerprints, request)
         const claim: KeyClaim | undefined = key === undefined ? undefined : { key, requestHash: hash, requestId }
-        const id = TransferId.make(yield* randomId("tr_"))
-        const fingerprint = fingerprints.of(request.sender_account_uri.pan)
-        const pending = pendingTransfer(client, id, request, amount.right, fingerprint, yield* DateTime.now, hash)
-        const first = (answer: Answer): Submitted => ({ answer, requestId, replayed: false })
-        // Anything but Started is answered from the key: the transfer was not written.
-        const unlessStarted = (
-          start: IdempotencyStart,
-          run: Effect.Effect<Submitted, CardNetworkUnavailable>
-        ): Effect.Effect<Submitted, CardNetworkUnavailable | IdempotencyKeyReused | IdempotencyKeyInUse> => {
+        // What a key that does not start answers: the kept answer, or why the request cannot run now.
+        const fromKey = (
+          start: Exclude<IdempotencyStart, { readonly _tag: "Started" }>
+        ): Effect.Effect<Submitted, IdempotencyKeyReused | IdempotencyKeyInUse> => {
           switch (start._tag) {
-            case "Started":
-              // A request that got no lasting answer frees its key, so that a retry can run.
-              return claim === undefined ? run : Effect.onError(run, () => store.release(client, claim.key))
             case "Replay":
               return replay(client, start.answer, start.requestId)
             case "Mismatch":
@@ -106,6 +99,31 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
               return Effect.fail(new IdempotencyKeyInUse())
           }
         }
+        // Anything but Started is answered from the key: the transfer was not written. A request that got no
+        // lasting answer frees its key, so that a retry can run.
+        const unlessStarted = (
+          start: IdempotencyStart,
+          run: Effect.Effect<Submitted, CardNetworkUnavailable>
+        ): Effect.Effect<Submitted, CardNetworkUnavailable | IdempotencyKeyReused | IdempotencyKeyInUse> =>
+          start._tag !== "Started"
+            ? fromKey(start)
+            : claim === undefined
+            ? run
+            : Effect.onError(run, () => store.release(client, claim.key))
+        // A key seen before is judged from a plain read first: a kept answer, another request's hash or a
+        // running first attempt stays so once read, so such a retry is answered without a write. Only a start
+        // writes; the store decides it again in its transaction, which concurrent requests cannot both win.
+        if (claim !== undefined) {
+          const seen = yield* store.keyRecord(client, claim.key)
+          if (Option.isSome(seen)) {
+            const decided = decideStart(seen.value, claim, yield* DateTime.now)
+            if (decided._tag !== "Started") return yield* fromKey(decided)
+          }
+        }
+        const id = TransferId.make(yield* randomId("tr_"))
+        const fingerprint = fingerprints.of(request.sender_account_uri.pan)
+        const pending = pendingTransfer(client, id, request, amount.right, fingerprint, yield* DateTime.now, hash)
+        const first = (answer: Answer): Submitted => ({ answer, requestId, replayed: false })
         // A taken reference is a lasting answer: a retry with the key gets the same conflict. Unless the holder
         // is this very request, retried after its answer was lost (a time-out, a crash): then the answer is that
         // transfer's state, `unknown` until it is reconciled, never a conflict with its own reservation.

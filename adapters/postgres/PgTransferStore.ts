@@ -76,6 +76,10 @@ const lockKey = statement(
   "lock_key",
   `SELECT ${KeyColumns} FROM idempotency_keys WHERE client_id = $1 AND idempotency_key = $2 FOR UPDATE`
 )
+const keyRecord = statement(
+  "key_record",
+  `SELECT ${KeyColumns} FROM idempotency_keys WHERE client_id = $1 AND idempotency_key = $2`
+)
 const restartKey = statement(
   "restart_key",
   `UPDATE idempotency_keys SET started_at = $3, request_id = $4, request_hash = $5, answer = NULL, transfer_id = NULL
@@ -337,6 +341,11 @@ export const make = Effect.gen(function*() {
     cancel: (t) => Effect.orDie(direct.query(cancelTransfer, [t.id])),
     keep: (client, key, answer) => Effect.orDie(direct.query(keepAnswer, [client, key, ...answerColumns(answer)])),
     release: (client, key) => Effect.orDie(direct.query(releaseKey, [client, key])),
+    keyRecord: (client, key) =>
+      Effect.orDie(
+        Effect.map(direct.query<KeyRow>(keyRecord, [client, key]), (rows) =>
+          Option.map(Option.fromNullable(rows[0]), toKeyRecord))
+      ),
     get: (client, id) => transferWhere(transferById, client, id),
     byReference: (client, reference) => transferWhere(transferByReference, client, reference),
     list,

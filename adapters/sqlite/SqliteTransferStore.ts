@@ -156,6 +156,8 @@ export const layer = Layer.effect(
       cancel: (t) =>
         transaction((db) => void db.run(`DELETE FROM transfers WHERE id = ? AND status = 'pending'`, [t.id])),
       keep: (client, key, answer) => transaction((db) => void keepAnswer(db, client, key, answer)),
+      keyRecord: (client, key) =>
+        read((db) => Option.map(Option.fromNullable(db.get<KeyRow>(keyRow, [client, key])), toKeyRecord)),
       release: (client, key) =>
         transaction((db) =>
           void db.run(`DELETE FROM idempotency_keys WHERE client_id = ? AND idempotency_key = ? AND answer IS NULL`, [

@@ -535,6 +535,28 @@ export const transferStoreContract = (
           assert.strictEqual(yield* countTransfers(), 1)
         })))
 
+      it.effect("keyRecord reads a key as stored: none, started with its hash and request id, then answered", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          const other = yield* newClient("b")
+          const key = claim("key-1").key
+          assert.isTrue(Option.isNone(yield* store.keyRecord(client, key)))
+          yield* store.reserve(pending(client, "r1", { createdAt: at(5) }), claim("key-1", "hash-one", "req-7"))
+          const started = valueOf(yield* store.keyRecord(client, key))
+          assert.deepStrictEqual(
+            started && { ...started, startedAt: ms(started.startedAt) },
+            { requestHash: RequestHash.make("hash-one"), requestId: "req-7", startedAt: ms(at(5)), answer: undefined }
+          )
+          // Keys are per client.
+          assert.isTrue(Option.isNone(yield* store.keyRecord(other, key)))
+          yield* store.settle(approved(client, "r1"), key)
+          assert.deepStrictEqual(
+            valueOf(yield* store.keyRecord(client, key))?.answer,
+            KeptAnswer.TransferMade({ transferId: transferId("r1") })
+          )
+        })))
+
       it.effect("a released key starts again, with the same or another hash", () =>
         run(Effect.gen(function*() {
           const store = yield* TransferStore
