@@ -20,6 +20,8 @@ export interface Balance {
 // A write that takes a claim first starts its key, in the same transaction, as core/Idempotency.ts's
 // `decideStart` says; anything but Started is answered without writing the transfer. So a request with a key
 // costs the transactions one without costs: start and reserve together, settle and keep the answer together.
+// Before them, core/Transfers.ts reads the key (keyRecord): a retry of a key seen before is answered from that
+// read alone.
 export interface TransferStoreShape {
   readonly createClient: (client: ApiClient, keyHash: string, now: DateTime.Utc) => Effect.Effect<void>
   readonly clientByKeyHash: (keyHash: string) => Effect.Effect<Option.Option<ApiClient>>
