@@ -92,7 +92,8 @@ const newAuthValue = () => {
 // of the text before searching for 4-digit CVCs, which would otherwise match inside them by chance.
 const scrubRandomTokens = (text: string) =>
   text
-    .replace(/\b(tr|cl|fp|req|sk)_[A-Za-z0-9_-]{20,}/g, "#")
+    .replace(/\b(tr|cl|fp|req|sk|evt|we)_[A-Za-z0-9_-]{20,}/g, "#")
+    .replace(/\bwhsec_[A-Za-z0-9+/=]{20,}/g, "#")
     .replace(/[0-9a-f]{64}/g, "#")
     .replace(/[A-Za-z0-9_-]{40,}/g, "#")
 
