@@ -113,16 +113,17 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
         // A key seen before is judged from a plain read first: a kept answer, another request's hash or a
         // running first attempt stays so once read, so such a retry is answered without a write. Only a start
         // writes; the store decides it again in its transaction, which concurrent requests cannot both win.
+        const now = yield* DateTime.now
         if (claim !== undefined) {
           const seen = yield* store.keyRecord(client, claim.key)
           if (Option.isSome(seen)) {
-            const decided = decideStart(seen.value, claim, yield* DateTime.now)
+            const decided = decideStart(seen.value, claim, now)
             if (decided._tag !== "Started") return yield* fromKey(decided)
           }
         }
         const id = TransferId.make(yield* randomId("tr_"))
         const fingerprint = fingerprints.of(request.sender_account_uri.pan)
-        const pending = pendingTransfer(client, id, request, amount.right, fingerprint, yield* DateTime.now, hash)
+        const pending = pendingTransfer(client, id, request, amount.right, fingerprint, now, hash)
         const first = (answer: Answer): Submitted => ({ answer, requestId, replayed: false })
         // A taken reference is a lasting answer: a retry with the key gets the same conflict. Unless the holder
         // is this very request, retried after its answer was lost (a time-out, a crash): then the answer is that

@@ -72,14 +72,9 @@ const startAndInsert = statement(
      WHERE client_id = ${at("client_id")}::text AND idempotency_key = $${n + 1}::text
    ) AS key ON true`
 )
-const lockKey = statement(
-  "lock_key",
-  `SELECT ${KeyColumns} FROM idempotency_keys WHERE client_id = $1 AND idempotency_key = $2 FOR UPDATE`
-)
-const keyRecord = statement(
-  "key_record",
-  `SELECT ${KeyColumns} FROM idempotency_keys WHERE client_id = $1 AND idempotency_key = $2`
-)
+const selectKey = `SELECT ${KeyColumns} FROM idempotency_keys WHERE client_id = $1 AND idempotency_key = $2`
+const lockKey = statement("lock_key", `${selectKey} FOR UPDATE`)
+const keyRecord = statement("key_record", selectKey)
 const restartKey = statement(
   "restart_key",
   `UPDATE idempotency_keys SET started_at = $3, request_id = $4, request_hash = $5, answer = NULL, transfer_id = NULL
