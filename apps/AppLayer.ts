@@ -16,8 +16,8 @@ import { layer as PgClient } from "../adapters/postgres/PgClient.ts"
 import { layer as PgRateLimiterStore } from "../adapters/postgres/PgRateLimiterStore.ts"
 import { layer as PgSubscriptionStore } from "../adapters/postgres/PgSubscriptionStore.ts"
 import { layer as PgTransferStore } from "../adapters/postgres/PgTransferStore.ts"
+import { layer as PgWebhookStore } from "../adapters/postgres/PgWebhookStore.ts"
 import { runMigrations } from "../adapters/sql/Migrations.ts"
-import { layer as SqlWebhookStore } from "../adapters/sql/SqlWebhookStore.ts"
 import { storedSecret } from "../adapters/sql/StoredSecret.ts"
 import { layer as SqliteClient } from "../adapters/sqlite/SqliteClient.ts"
 import type { OpenSqlite } from "../adapters/sqlite/SqliteDriver.ts"
@@ -101,7 +101,7 @@ export const storageLayer = (
 ): Layer.Layer<Storage, SqlError | MigrationError> =>
   Layer.suspend((): Layer.Layer<Storage, SqlError | MigrationError> => {
     if (isPostgres(databaseUrl)) {
-      return Layer.mergeAll(PgSubscriptionStore, PgTransferStore, SqlWebhookStore, PgRateLimiterStore).pipe(
+      return Layer.mergeAll(PgSubscriptionStore, PgTransferStore, PgWebhookStore, PgRateLimiterStore).pipe(
         Layer.provide(EventViewsLive),
         Layer.provideMerge(Layer.effectDiscard(runMigrations)),
         Layer.provideMerge(PgClient(Redacted.make(databaseUrl)))

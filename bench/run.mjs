@@ -13,7 +13,8 @@
 //   --targets=a,b           a subset of the targets the other flags chose (service, ref1, ref2, deno,
 //                           service-pg, ref-pg, service-pg-x2), or service-hooks: the service with one webhook
 //                           endpoint (e.g. --targets=service,service-hooks --scenarios=approved), or baseline:
-//                           the Node app of the checkout at BENCH_BASELINE, built there (a change against main)
+//                           the Node app of the checkout at BENCH_BASELINE, built there (a change against main;
+//                           baseline-hooks and, with --postgres, baseline-pg likewise)
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import os from "node:os"
 import { join, relative } from "node:path"
@@ -93,7 +94,11 @@ const targetNames = [
   "ref1",
   "ref2",
   ...(options.deno ? ["deno"] : []),
-  ...(options.postgres ? ["service-pg", ...(options.scaleout ? [] : ["ref-pg"]), "service-pg-x2"] : []),
+  ...(options.postgres
+    ? ["service-pg", ...(options.scaleout ? [] : ["ref-pg"]), "service-pg-x2", "baseline-pg"].filter((t) =>
+      t !== "baseline-pg" || options.targets?.includes(t)
+    )
+    : []),
   ...["service-hooks", "service-1t", "service-hooks-1t", "baseline", "baseline-hooks"].filter((t) =>
     options.targets?.includes(t)
   )
@@ -121,7 +126,8 @@ const ratioPairs = [
   ["service-hooks-1t", "service-hooks"],
   ["service", "baseline"],
   ["service-hooks", "baseline-hooks"],
-  ["baseline-hooks", "baseline"]
+  ["baseline-hooks", "baseline"],
+  ["service-pg", "baseline-pg"]
 ].filter(([a, b]) => targetNames.includes(a) && targetNames.includes(b))
 const ratioNames = ratioPairs.map(([a, b]) => `${a}/${b}`)
 

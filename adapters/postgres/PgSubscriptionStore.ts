@@ -71,16 +71,29 @@ const queueMail = statement(
   `INSERT INTO mail_outbox (kind, subscription_id, created_at, next_attempt_at) VALUES ('confirmation', $1, $2, $2)`
 )
 
-// A claimed batch of confirmation mails: the subscriptions still pending, the token hashes of them all in one
-// INSERT (arrays unnested), the sent rows in one UPDATE.
-const pendingSubscriptions = statement(
-  "pending_subscriptions",
-  `SELECT ${SubscriptionColumns} FROM subscriptions WHERE id = ANY($1::bigint[]) AND status = 'pending'`
+// The outbox's statements, each one round trip (one statement is one transaction): a batch of due rows claimed
+// and leased (rows another instance holds are skipped, not waited for); the subscriptions of a batch that still
+// await their mail, with the token hashes of those stored (arrays unnested); the sent rows marked.
+const claimDueRows = statement(
+  "claim_due_mail",
+  `WITH due AS (
+     SELECT id FROM mail_outbox WHERE sent_at IS NULL AND next_attempt_at <= $1::timestamptz
+     ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED
+   )
+   UPDATE mail_outbox m SET next_attempt_at = $2::timestamptz FROM due WHERE m.id = due.id
+   RETURNING m.id, m.subscription_id, m.attempts`
 )
-const insertTokenRows = statement(
-  "insert_token_rows",
-  `INSERT INTO subscription_tokens (hash, subscription_id, purpose, created_at, expires_at)
-   SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::timestamptz[], $5::timestamptz[])`
+const preparePending = statement(
+  "prepare_confirmations",
+  `WITH p AS (
+     SELECT ${SubscriptionColumns} FROM subscriptions WHERE id = ANY($1::bigint[]) AND status = 'pending'
+   ), t AS (
+     INSERT INTO subscription_tokens (hash, subscription_id, purpose, created_at, expires_at)
+     SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::timestamptz[], $6::timestamptz[])
+       AS t (hash, subscription_id, purpose, created_at, expires_at)
+     WHERE t.subscription_id IN (SELECT id FROM p)
+   )
+   SELECT * FROM p`
 )
 const markSentRows = statement(
   "mark_sent_rows",
@@ -244,22 +257,20 @@ export const make = Effect.gen(function*() {
     }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
 
   const claimDue: SubscriptionStoreShape["claimDue"] = (now, leaseUntil, limit) =>
-    Effect.gen(function*() {
-      const due = yield* sql<{ id: number; subscription_id: number; attempts: number }>`
-        SELECT id, subscription_id, attempts FROM mail_outbox
-        WHERE sent_at IS NULL AND next_attempt_at <= ${ms(now)} ORDER BY next_attempt_at LIMIT ${limit}
-        FOR UPDATE SKIP LOCKED`
-      if (due.length > 0) {
-        yield* sql`UPDATE mail_outbox SET next_attempt_at = ${ms(leaseUntil)} WHERE ${
-          sql.in("id", due.map((r) => r.id))
-        }`
-      }
-      return due.map((r) => ({
-        id: Number(r.id),
-        subscriptionId: SubscriptionId.make(Number(r.subscription_id)),
-        attempts: Number(r.attempts)
-      }))
-    }).pipe(sql.withTransaction, orDie)
+    direct.query<{ id: unknown; subscription_id: unknown; attempts: unknown }>(claimDueRows, [
+      ms(now),
+      ms(leaseUntil),
+      limit
+    ]).pipe(
+      Effect.map((rows) =>
+        rows.map((r) => ({
+          id: Number(r.id),
+          subscriptionId: SubscriptionId.make(Number(r.subscription_id)),
+          attempts: Number(r.attempts)
+        }))
+      ),
+      orDie
+    )
 
   const markFailed: SubscriptionStoreShape["markFailed"] = (id, nextAttemptAt, reason) =>
     orDie(sql`UPDATE mail_outbox SET attempts = attempts + 1,
@@ -280,39 +291,33 @@ export const make = Effect.gen(function*() {
         ORDER BY updated_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
       RETURNING id`.pipe(Effect.map((rows) => rows.length), orDie)
 
-  const prepareConfirmations: SubscriptionStoreShape["prepareConfirmations"] = (batch, now) =>
-    batch.length === 0 ? Effect.succeed([]) : direct.transaction((query) =>
-      Effect.gen(function*() {
-        const rows = yield* query(pendingSubscriptions, [batch.map(({ entry }) => entry.subscriptionId)])
+  // Tokens are stored only for the subscriptions that still await their mail (the statement filters them).
+  const prepareConfirmations: SubscriptionStoreShape["prepareConfirmations"] = (batch, now) => {
+    if (batch.length === 0) return Effect.succeed([])
+    const columns: [Array<string>, Array<number>, Array<string>, Array<Date>, Array<Date | null>] = [[], [], [], [], []]
+    const add = (hash: string, id: number, purpose: string, expiresAt: Date | null) => {
+      columns[0].push(hash)
+      columns[1].push(id)
+      columns[2].push(purpose)
+      columns[3].push(ms(now))
+      columns[4].push(expiresAt)
+    }
+    for (const { entry, tokens } of batch) {
+      add(tokens.confirm.hash, entry.subscriptionId, "confirm", ms(tokens.confirm.expiresAt))
+      add(tokens.unsubscribe.hash, entry.subscriptionId, "unsubscribe", null)
+    }
+    const ids = batch.map(({ entry }) => entry.subscriptionId)
+    return direct.query(preparePending, [ids, ...columns]).pipe(
+      Effect.map((rows) => {
         const pending = new Map(rows.map((row) => {
           const subscription = subscriptionOf(row)
           return [Number(subscription.id), subscription] as const
         }))
-        const columns: [Array<string>, Array<number>, Array<string>, Array<Date>, Array<Date | null>] = [
-          [],
-          [],
-          [],
-          [],
-          []
-        ]
-        const add = (hash: string, id: number, purpose: string, expiresAt: Date | null) => {
-          columns[0].push(hash)
-          columns[1].push(id)
-          columns[2].push(purpose)
-          columns[3].push(ms(now))
-          columns[4].push(expiresAt)
-        }
-        const answers = batch.map(({ entry, tokens }) => {
-          const subscription = pending.get(Number(entry.subscriptionId))
-          if (subscription === undefined) return Option.none()
-          add(tokens.confirm.hash, entry.subscriptionId, "confirm", ms(tokens.confirm.expiresAt))
-          add(tokens.unsubscribe.hash, entry.subscriptionId, "unsubscribe", null)
-          return Option.some(subscription)
-        })
-        if (columns[0].length > 0) yield* query(insertTokenRows, columns)
-        return answers
-      })
-    ).pipe(orDie)
+        return batch.map(({ entry }) => Option.fromNullable(pending.get(Number(entry.subscriptionId))))
+      }),
+      orDie
+    )
+  }
 
   const markSentAll: SubscriptionStoreShape["markSentAll"] = (ids, now) =>
     ids.length === 0 ? Effect.void : direct.query(markSentRows, [ids, ms(now)]).pipe(Effect.asVoid, orDie)

@@ -1,18 +1,13 @@
 import { SqlClient } from "@effect/sql/SqlClient"
-import { DateTime, Effect, Layer, Option } from "effect"
-import {
-  type EndpointId,
-  type EventId,
-  type StoredEvent,
-  type WebhookEndpoint,
-  WebhookStore,
-  type WebhookStoreShape
-} from "../../core/Webhooks.ts"
+import { DateTime, Effect, Option } from "effect"
+import { type EndpointId, type StoredEvent, type WebhookEndpoint, type WebhookStoreShape } from "../../core/Webhooks.ts"
 import { Dialect, millisOf } from "./Dialect.ts"
 
 // Endpoints, events and deliveries, on @effect/sql for both databases: nothing here is on a request's hot
-// path (events are written by the transfer and subscription stores, on theirs). Claims lease rows, with
-// FOR UPDATE SKIP LOCKED on PostgreSQL, so several instances deliver each delivery once.
+// path (events are written by the transfer and subscription stores, on theirs). What the delivery worker runs
+// for every batch (the endpoint's target, the claim, the mark) each database has as direct statements of its
+// own: adapters/sqlite/SqliteWebhookStore.ts and adapters/postgres/PgWebhookStore.ts.
+export type PerDatabase = "target" | "claim" | "delivered"
 
 const utc = (value: unknown) => DateTime.unsafeMake(millisOf(value))
 const utcOrUndefined = (value: unknown) => (value === null || value === undefined ? undefined : utc(value))
@@ -38,7 +33,7 @@ const eventOf = (row: any): StoredEvent => ({
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient
-  const { forUpdateSkipLocked, time } = yield* Dialect
+  const { time } = yield* Dialect
   const at = (t: DateTime.Utc) => time(DateTime.toEpochMillis(t))
   const endpointColumns = sql.literal(EndpointColumns)
 
@@ -58,29 +53,7 @@ export const make = Effect.gen(function*() {
       return { data: rows.slice(0, query.limit).map(eventOf), hasMore: rows.length > query.limit }
     }).pipe(Effect.orDie)
 
-  const claim: WebhookStoreShape["claim"] = (endpoint, now, leaseUntil, limit) =>
-    Effect.gen(function*() {
-      const due = yield* sql<{ id: unknown; event_id: EventId; attempts: unknown }>`
-        SELECT id, event_id, attempts FROM webhook_deliveries
-        WHERE endpoint_id = ${endpoint} AND delivered_at IS NULL AND next_attempt_at <= ${at(now)}
-        ORDER BY next_attempt_at, id LIMIT ${limit} ${forUpdateSkipLocked}`
-      if (due.length === 0) return []
-      yield* sql`UPDATE webhook_deliveries SET next_attempt_at = ${at(leaseUntil)} WHERE ${
-        sql.in("id", due.map((r) => r.id))
-      }`
-      const bodies = yield* sql<{ id: EventId; body: string }>`SELECT id, body FROM events WHERE ${
-        sql.in("id", due.map((r) => r.event_id))
-      }`
-      const bodyOf = new Map(bodies.map((b) => [b.id, b.body]))
-      return due.map((r) => ({
-        id: Number(r.id),
-        eventId: r.event_id,
-        attempts: Number(r.attempts),
-        body: bodyOf.get(r.event_id)!
-      }))
-    }).pipe(sql.withTransaction, Effect.orDie)
-
-  return WebhookStore.of({
+  const shared: Omit<WebhookStoreShape, PerDatabase> = {
     createEndpoint: (e, secret) =>
       Effect.orDie(sql`INSERT INTO webhook_endpoints (id, owner, url, enabled_events, secret, created_at)
         VALUES (${e.id}, ${e.owner}, ${e.url}, ${JSON.stringify(e.enabledEvents)}, ${secret}, ${at(e.createdAt)})`),
@@ -119,23 +92,6 @@ export const make = Effect.gen(function*() {
         AND EXISTS (SELECT 1 FROM webhook_deliveries d
           WHERE d.endpoint_id = e.id AND d.delivered_at IS NULL AND d.next_attempt_at <= ${at(now)})
         LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map((r) => r.id)), Effect.orDie),
-    target: (id) =>
-      sql`SELECT url, secret, failing_since, retry_at, disabled_at FROM webhook_endpoints WHERE id = ${id}`.pipe(
-        Effect.map((rows) =>
-          Option.map(Option.fromNullable(rows[0]), (r: any) => ({
-            url: r.url,
-            secret: r.secret,
-            failingSince: utcOrUndefined(r.failing_since),
-            retryAt: utcOrUndefined(r.retry_at),
-            disabled: r.disabled_at !== null
-          }))
-        ),
-        Effect.orDie
-      ),
-    claim,
-    delivered: (ids, now) =>
-      ids.length === 0 ? Effect.void : Effect.orDie(sql`UPDATE webhook_deliveries SET delivered_at = ${at(now)},
-        attempts = attempts + 1, last_error = NULL WHERE ${sql.in("id", ids)} AND delivered_at IS NULL`),
     failed: (id, next, reason) =>
       Effect.orDie(sql`UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ${at(next)},
         last_error = ${reason.slice(0, 500)} WHERE id = ${id} AND delivered_at IS NULL`),
@@ -151,7 +107,6 @@ export const make = Effect.gen(function*() {
           ? `Disabled after failing since ${DateTime.formatIso(state.failingSince)}: ${state.reason}`.slice(0, 600)
           : null
       } WHERE id = ${id} AND disabled_at IS NULL`)
-  })
+  }
+  return shared
 })
-
-export const layer = Layer.effect(WebhookStore, make)

@@ -424,11 +424,12 @@ for (const name of ["service", "service-hooks"]) {
   }
 }
 
-// `baseline` and `baseline-hooks`: service and service-hooks as another checkout has them, built there
-// (BENCH_BASELINE=/path/to/checkout): a change against the code before it, in one run. Only with --targets.
+// `baseline`, `baseline-hooks` and `baseline-pg` (with --postgres): service, service-hooks and service-pg as
+// another checkout has them, built there (BENCH_BASELINE=/path/to/checkout): a change against the code before
+// it, in one run. Only with --targets.
 if (process.env.BENCH_BASELINE !== undefined) {
   const checkout = process.env.BENCH_BASELINE
-  for (const name of ["service", "service-hooks"]) {
+  for (const name of ["service", "service-hooks", "service-pg"]) {
     const def = targetDefinitions[name]
     const short = name.replace("service", "baseline")
     targetDefinitions[short] = {

@@ -1,0 +1,73 @@
+import { DateTime, Effect, Layer, Option } from "effect"
+import { type EventId, WebhookStore } from "../../core/Webhooks.ts"
+import { millisOf } from "../sql/Dialect.ts"
+import { make as makeSqlWebhookStore } from "../sql/SqlWebhookStore.ts"
+import { PgDirect, statement } from "./PgClient.ts"
+
+// The webhook store on PostgreSQL: what the delivery worker runs for each batch (its endpoint, the claim, the
+// mark) as named statements on PgDirect, each one round trip; the rest as adapters/sql/SqlWebhookStore.ts has
+// it. A claim is one statement: the due deliveries locked (rows another instance holds are skipped, not waited
+// for), leased, and returned with their events' bodies, so several instances deliver each delivery once.
+
+const target = statement(
+  "webhook_target",
+  `SELECT url, secret, failing_since, retry_at, disabled_at FROM webhook_endpoints WHERE id = $1`
+)
+const claim = statement(
+  "claim_deliveries",
+  `WITH due AS (
+     SELECT id FROM webhook_deliveries
+     WHERE endpoint_id = $1 AND delivered_at IS NULL AND next_attempt_at <= $2::timestamptz
+     ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED
+   ), leased AS (
+     UPDATE webhook_deliveries d SET next_attempt_at = $3::timestamptz FROM due WHERE d.id = due.id
+     RETURNING d.id, d.event_id, d.attempts
+   )
+   SELECT l.id, l.event_id, l.attempts, e.body FROM leased l JOIN events e ON e.id = l.event_id ORDER BY l.id`
+)
+const delivered = statement(
+  "deliveries_delivered",
+  `UPDATE webhook_deliveries SET delivered_at = $2::timestamptz, attempts = attempts + 1, last_error = NULL
+   WHERE id = ANY($1::bigint[]) AND delivered_at IS NULL`
+)
+
+const at = (t: DateTime.Utc) => new Date(DateTime.toEpochMillis(t))
+const utcOrUndefined = (value: unknown) => (value === null ? undefined : DateTime.unsafeMake(millisOf(value)))
+
+export const layer = Layer.effect(
+  WebhookStore,
+  Effect.gen(function*() {
+    const base = yield* makeSqlWebhookStore
+    const direct = yield* PgDirect
+    return WebhookStore.of({
+      ...base,
+      target: (id) =>
+        direct.query(target, [id]).pipe(
+          Effect.map((rows) =>
+            Option.map(Option.fromNullable(rows[0]), (r) => ({
+              url: r.url as string,
+              secret: r.secret as string,
+              failingSince: utcOrUndefined(r.failing_since),
+              retryAt: utcOrUndefined(r.retry_at),
+              disabled: r.disabled_at !== null
+            }))
+          ),
+          Effect.orDie
+        ),
+      claim: (endpoint, now, leaseUntil, limit) =>
+        direct.query<{ id: unknown; event_id: EventId; attempts: unknown; body: string }>(claim, [
+          endpoint,
+          at(now),
+          at(leaseUntil),
+          limit
+        ]).pipe(
+          Effect.map((rows) =>
+            rows.map((r) => ({ id: Number(r.id), eventId: r.event_id, attempts: Number(r.attempts), body: r.body }))
+          ),
+          Effect.orDie
+        ),
+      delivered: (ids, now) =>
+        ids.length === 0 ? Effect.void : Effect.orDie(Effect.asVoid(direct.query(delivered, [ids, at(now)])))
+    })
+  })
+)
