@@ -23,9 +23,10 @@ import { PgDirect, type PgQuery, statement } from "./PgClient.ts"
 
 // The subscription store on PostgreSQL. Every method is one transaction; the unique (email_key, feed)
 // constraint decides between concurrent first subscriptions, and a subscription that exists is locked
-// (FOR UPDATE) while the rules decide what to do with it. What every loaded request runs goes through PgDirect
-// as named (prepared) statements: a feed by name, and a new subscription with its confirmation mail in one
-// statement (data-modifying CTEs: one statement is one transaction). The rest stays on @effect/sql.
+// (FOR UPDATE) while the rules decide what to do with it. What every loaded request and every mail runs goes
+// through PgDirect as named (prepared) statements: a feed by name, a new subscription with its confirmation
+// mail in one statement (data-modifying CTEs: one statement is one transaction), and the outbox's claim, tokens
+// and marks. The rest stays on @effect/sql.
 
 const millis = DateTime.toEpochMillis
 // A time as a query parameter.
