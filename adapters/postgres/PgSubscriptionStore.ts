@@ -296,11 +296,12 @@ export const make = Effect.gen(function*() {
   const prepareConfirmations: SubscriptionStoreShape["prepareConfirmations"] = (batch, now) => {
     if (batch.length === 0) return Effect.succeed([])
     const columns: [Array<string>, Array<number>, Array<string>, Array<Date>, Array<Date | null>] = [[], [], [], [], []]
+    const createdAt = ms(now)
     const add = (hash: string, id: number, purpose: string, expiresAt: Date | null) => {
       columns[0].push(hash)
       columns[1].push(id)
       columns[2].push(purpose)
-      columns[3].push(ms(now))
+      columns[3].push(createdAt)
       columns[4].push(expiresAt)
     }
     for (const { entry, tokens } of batch) {

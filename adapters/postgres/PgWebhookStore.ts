@@ -1,7 +1,6 @@
 import { DateTime, Effect, Layer, Option } from "effect"
-import { type EventId, WebhookStore } from "../../core/Webhooks.ts"
-import { millisOf } from "../sql/Dialect.ts"
-import { make as makeSqlWebhookStore } from "../sql/SqlWebhookStore.ts"
+import { WebhookStore } from "../../core/Webhooks.ts"
+import { deliveryOf, make as makeSqlWebhookStore, targetOf } from "../sql/SqlWebhookStore.ts"
 import { PgDirect, statement } from "./PgClient.ts"
 
 // The webhook store on PostgreSQL: what the delivery worker runs for each batch (its endpoint, the claim, the
@@ -32,7 +31,6 @@ const delivered = statement(
 )
 
 const at = (t: DateTime.Utc) => new Date(DateTime.toEpochMillis(t))
-const utcOrUndefined = (value: unknown) => (value === null ? undefined : DateTime.unsafeMake(millisOf(value)))
 
 export const layer = Layer.effect(
   WebhookStore,
@@ -42,29 +40,12 @@ export const layer = Layer.effect(
     return WebhookStore.of({
       ...base,
       target: (id) =>
-        direct.query(target, [id]).pipe(
-          Effect.map((rows) =>
-            Option.map(Option.fromNullable(rows[0]), (r) => ({
-              url: r.url as string,
-              secret: r.secret as string,
-              failingSince: utcOrUndefined(r.failing_since),
-              retryAt: utcOrUndefined(r.retry_at),
-              disabled: r.disabled_at !== null
-            }))
-          ),
-          Effect.orDie
+        Effect.orDie(
+          Effect.map(direct.query(target, [id]), (rows) => Option.map(Option.fromNullable(rows[0]), targetOf))
         ),
       claim: (endpoint, now, leaseUntil, limit) =>
-        direct.query<{ id: unknown; event_id: EventId; attempts: unknown; body: string }>(claim, [
-          endpoint,
-          at(now),
-          at(leaseUntil),
-          limit
-        ]).pipe(
-          Effect.map((rows) =>
-            rows.map((r) => ({ id: Number(r.id), eventId: r.event_id, attempts: Number(r.attempts), body: r.body }))
-          ),
-          Effect.orDie
+        Effect.orDie(
+          Effect.map(direct.query(claim, [endpoint, at(now), at(leaseUntil), limit]), (rows) => rows.map(deliveryOf))
         ),
       delivered: (ids, now) =>
         ids.length === 0 ? Effect.void : Effect.orDie(Effect.asVoid(direct.query(delivered, [ids, at(now)])))

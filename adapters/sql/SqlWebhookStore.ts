@@ -1,6 +1,12 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { DateTime, Effect, Option } from "effect"
-import { type EndpointId, type StoredEvent, type WebhookEndpoint, type WebhookStoreShape } from "../../core/Webhooks.ts"
+import {
+  type Delivery,
+  type EndpointId,
+  type StoredEvent,
+  type WebhookEndpoint,
+  type WebhookStoreShape
+} from "../../core/Webhooks.ts"
 import { Dialect, millisOf } from "./Dialect.ts"
 
 // Endpoints, events and deliveries, on @effect/sql for both databases: nothing here is on a request's hot
@@ -23,6 +29,20 @@ const endpointOf = (row: any): WebhookEndpoint => ({
   lastError: row.last_error ?? undefined,
   disabledAt: utcOrUndefined(row.disabled_at),
   disabledReason: row.disabled_reason ?? undefined
+})
+// The rows of the per-database statements, as both databases read them back.
+export const targetOf = (row: any) => ({
+  url: row.url as string,
+  secret: row.secret as string,
+  failingSince: utcOrUndefined(row.failing_since),
+  retryAt: utcOrUndefined(row.retry_at),
+  disabled: row.disabled_at !== null
+})
+export const deliveryOf = (row: any): Delivery => ({
+  id: Number(row.id),
+  eventId: row.event_id,
+  attempts: Number(row.attempts),
+  body: row.body
 })
 const eventOf = (row: any): StoredEvent => ({
   id: row.id,

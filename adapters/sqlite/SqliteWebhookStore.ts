@@ -1,7 +1,7 @@
 import { DateTime, Effect, Layer, Option } from "effect"
-import type { EndpointId, EventId } from "../../core/Webhooks.ts"
+import type { EndpointId } from "../../core/Webhooks.ts"
 import { WebhookStore } from "../../core/Webhooks.ts"
-import { make as makeSqlWebhookStore } from "../sql/SqlWebhookStore.ts"
+import { deliveryOf, make as makeSqlWebhookStore, targetOf } from "../sql/SqlWebhookStore.ts"
 import { type DirectSql, SqliteDirect } from "./SqliteClient.ts"
 
 // The webhook store on SQLite: the delivery worker's statements (what runs once per event) on SqliteDirect, in
@@ -23,8 +23,6 @@ const lease = `UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ?`
 const delivered = `UPDATE webhook_deliveries SET delivered_at = ?, attempts = attempts + 1, last_error = NULL
   WHERE id = ? AND delivered_at IS NULL`
 
-const utcOrUndefined = (ms: number | null) => (ms === null ? undefined : DateTime.unsafeMake(Number(ms)))
-
 export const layer = Layer.effect(
   WebhookStore,
   Effect.gen(function*() {
@@ -36,25 +34,13 @@ export const layer = Layer.effect(
       ...base,
       dueEndpoints: (now, limit) =>
         read((db) => db.all<{ id: EndpointId }>(dueEndpoints, [millis(now), millis(now), limit]).map((r) => r.id)),
-      target: (id) =>
-        read((db) =>
-          Option.map(Option.fromNullable(db.get(target, [id])), (r: any) => ({
-            url: r.url,
-            secret: r.secret,
-            failingSince: utcOrUndefined(r.failing_since),
-            retryAt: utcOrUndefined(r.retry_at),
-            disabled: r.disabled_at !== null
-          }))
-        ),
+      target: (id) => read((db) => Option.map(Option.fromNullable(db.get(target, [id])), targetOf)),
       claim: (endpoint, now, leaseUntil, limit) =>
         transaction((db) =>
-          db.all<{ id: number; event_id: EventId; attempts: number; body: string }>(due, [
-            endpoint,
-            millis(now),
-            limit
-          ]).map((r) => {
-            db.run(lease, [millis(leaseUntil), r.id])
-            return { id: Number(r.id), eventId: r.event_id, attempts: Number(r.attempts), body: r.body }
+          db.all(due, [endpoint, millis(now), limit]).map((row) => {
+            const delivery = deliveryOf(row)
+            db.run(lease, [millis(leaseUntil), delivery.id])
+            return delivery
           })
         ),
       delivered: (ids, now) =>
