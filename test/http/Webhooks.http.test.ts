@@ -243,7 +243,9 @@ describe("subscription events", () => {
     await receiver.waitFor((all) =>
       all.some((r) => r.event.type === "subscription.unsubscribed" && r.event.data.object.email === email)
     )
+    // Deliveries may arrive in any order (docs/webhooks.md): a receiver orders events by `created`.
     const mine = receiver.received.filter((r) => r.event.data.object.email === email)
+      .sort((a, b) => Date.parse(a.event.created) - Date.parse(b.event.created))
     assert.deepStrictEqual(mine.map((r) => r.event.type), ["subscription.confirmed", "subscription.unsubscribed"])
     const shown = (await admin().get(`/subscriptions/${mine[1]!.event.data.object.id}`)).json.subscription
     assert.deepStrictEqual(mine[1]!.event.data.object, shown)
