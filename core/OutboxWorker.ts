@@ -1,4 +1,4 @@
-import { Context, DateTime, Duration, Effect, Option, Queue, Random, Ref, Schedule } from "effect"
+import { Context, DateTime, Duration, Effect, Option, Queue, Random, Ref } from "effect"
 import { RetryPolicy } from "./Backoff.ts"
 import { confirmationMail } from "./ConfirmationMail.ts"
 import { afterFailure, attemptsAllowed } from "./DestinationBackoff.ts"
@@ -9,14 +9,13 @@ import { ConfirmTokenTtl } from "./Token.ts"
 import { Tokens } from "./Tokens.ts"
 
 // A claimed row is leased: if this process dies while sending, the row is due again once the lease ends,
-// and another worker (or this one after restart) sends it. Every claimed row starts sending at once
-// (the batch is as large as the concurrency), so the lease only has to outlast one send, which the SMTP
-// adapter bounds at 25 s.
+// and another worker (or this one after restart) sends it. Every claimed row starts sending at once, and the
+// SMTP adapter bounds each send at 25 s, its wait for one of the pool's connections included, so the lease
+// only has to outlast one send.
 export const Lease = Duration.seconds(60)
-// Mails in flight to the SMTP server at once (MAIL_CONCURRENCY; the SMTP adapter's pool is as large). Under
-// load each mail's SMTP round trips wait their turn on a busy event loop, so mail throughput grows with what is
-// in flight, and takes the CPU the signups need: at 128 the outbox kept up with signups only because they
-// halved (docs/decisions/0027). 32 keeps the signups fast and lets the mail catch up after a burst.
+// Connections to the SMTP server (MAIL_CONCURRENCY: the SMTP adapter's pool is as large), and the mails the
+// loops take at a time when there is no backlog. With a backlog their batches grow (nextBatch below), and the
+// extra mails queue for the pool's connections (docs/decisions/0027).
 export const DefaultMailConcurrency = 32
 export class MailConcurrency extends Context.Reference<MailConcurrency>()("MailConcurrency", {
   defaultValue: (): number => DefaultMailConcurrency
@@ -24,6 +23,17 @@ export class MailConcurrency extends Context.Reference<MailConcurrency>()("MailC
 const PollInterval = Duration.seconds(1)
 // Loops sharing the concurrency, so that one batch's sends overlap the others' claiming and marking.
 const Loops = 8
+
+// A loop's batch while a backlog lasts: a pass that took all it asked for leaves more waiting, so the next asks
+// for twice as many, up to MaxBatchGrowth times the loop's share of the concurrency; a pass that took fewer
+// starts again from that share. Under load every batch waits its turn on the main thread three times (claim,
+// tokens, marks: each a commit), whatever its size, so a fixed batch sent a fixed number of mails per turn and
+// fell behind the signups (docs/decisions/0027). The extra mails of a larger batch wait in the SMTP adapter's
+// pool for a connection, within the send's own time-out. The mail takes a larger share of the machine, and
+// the signups a smaller one, until the mail keeps up.
+export const MaxBatchGrowth = 16
+export const nextBatch = (base: number, size: number, taken: number): number =>
+  taken < size ? base : Math.min(size * 2, base * MaxBatchGrowth)
 
 type Outcome = "sent" | { readonly reason: string; readonly permanent: boolean }
 
@@ -137,18 +147,21 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
     // Loops of a share of the concurrency each, so that one batch's sends overlap the others' claiming and
     // marking (three commits a batch, each waiting for a group commit under load). Only the first probes a
     // failing server; the others resume with the next poll once it answers.
+    const base = Math.floor(concurrency / loops)
     const loop = (probes: boolean) =>
-      pass(Math.floor(concurrency / loops), probes).pipe(
-        Effect.flatMap((taken) =>
-          Effect.flatMap(Ref.get(destination), (state) =>
-            taken > 0 && state.failingSince === undefined ? Effect.void : waitForWork)
-        ),
-        Effect.catchAllCause((cause) =>
-          Effect.logError("outbox pass failed", cause)
-        ),
-        Effect.repeat(Schedule.forever),
-        Effect.asVoid
-      )
+      Effect.iterate(base, {
+        while: () => true,
+        body: (size) =>
+          pass(size, probes).pipe(
+            Effect.flatMap((taken) =>
+              Effect.flatMap(Ref.get(destination), (state) =>
+                taken > 0 && state.failingSince === undefined
+                  ? Effect.succeed(nextBatch(base, size, taken))
+                  : Effect.as(waitForWork, base))
+            ),
+            Effect.catchAllCause((cause) => Effect.as(Effect.logError("outbox pass failed", cause), base))
+          )
+      }).pipe(Effect.asVoid)
     const run = Effect.asVoid(
       Effect.all(Array.from({ length: loops }, (_, i) => loop(i === 0)), { concurrency: "unbounded" })
     )

@@ -1,7 +1,7 @@
 import { Effect, Layer } from "effect"
-import { randomBytes } from "node:crypto"
 import { Token, TokenBytes, TokenHash } from "../../core/Token.ts"
 import { Tokens } from "../../core/Tokens.ts"
+import { randomBytes } from "./RandomBytes.ts"
 import { sha256 } from "./Sha256.ts"
 
 // Tokens from the operating system's CSPRNG, stored as SHA-256: a leaked database holds no usable link.

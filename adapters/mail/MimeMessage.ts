@@ -56,13 +56,14 @@ export const compose = (
   date: Date,
   messageId: string,
   boundary: string
-): string => {
+): { readonly raw: string; readonly messageId: string } => {
+  const id = `<${messageId}@${from.address.slice(from.address.lastIndexOf("@") + 1)}>`
   const headers = [
     `From: ${mailbox(from)}`,
     `To: ${mailbox({ name: mail.to.name, address: mail.to.address })}`,
     `Subject: ${unstructured(mail.subject)}`,
     `Date: ${date.toUTCString().replace("GMT", "+0000")}`,
-    `Message-ID: <${messageId}@${from.address.slice(from.address.lastIndexOf("@") + 1)}>`,
+    `Message-ID: ${id}`,
     ...Object.entries(mail.headers).map(([name, value]) => `${name}: ${unstructured(value)}`),
     "MIME-Version: 1.0",
     `Content-Type: multipart/alternative; boundary="${boundary}"`
@@ -75,7 +76,10 @@ export const compose = (
       "",
       body(content)
     ].join("\r\n")
-  return `${headers.join("\r\n")}\r\n\r\n${part("text/plain", mail.text)}\r\n${
-    part("text/html", mail.html)
-  }\r\n--${boundary}--\r\n`
+  return {
+    raw: `${headers.join("\r\n")}\r\n\r\n${part("text/plain", mail.text)}\r\n${
+      part("text/html", mail.html)
+    }\r\n--${boundary}--\r\n`,
+    messageId: id
+  }
 }

@@ -137,12 +137,20 @@ export const make = (options: SmtpMailerOptions) =>
 
     const send = (mail: Mail) =>
       Effect.tryPromise({
-        try: (signal) =>
-          transport.sendMail({
+        try: (signal) => {
+          const id = crypto.randomUUID()
+          const message = compose(sender, mail, new Date(), id, `=_${crypto.randomUUID()}`)
+          return transport.sendMail({
             envelope: { from: sender.address, to: [mail.to.address] },
-            raw: compose(sender, mail, new Date(), crypto.randomUUID(), `=_${crypto.randomUUID()}`),
+            raw: message.raw,
+            // The message's own Message-ID, and a boundary nodemailer has no use for (the message is raw): without
+            // them it draws both from the operating system's generator, six system calls a mail (about 70 µs on
+            // the delivery thread of the benchmark's machine).
+            messageId: message.messageId,
+            baseBoundary: id,
             signal
-          }),
+          })
+        },
         catch: fail
       }).pipe(
         Effect.flatMap((info) => {

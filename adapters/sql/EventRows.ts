@@ -1,4 +1,5 @@
 import type { EventType } from "../../core/Webhooks.ts"
+import { randomBytes } from "../crypto/RandomBytes.ts"
 import type { DirectSql } from "../sqlite/SqliteClient.ts"
 
 // Events as the stores write them, in the transaction of the change they tell of, with one delivery for each
@@ -18,7 +19,7 @@ export interface NewEvent {
 
 export const newEvent = (type: EventType, owner: string, object: unknown, now: number): NewEvent => {
   let id = "evt_"
-  for (const b of crypto.getRandomValues(new Uint8Array(24))) id += alphabet[b % 62]
+  for (const b of randomBytes(24)) id += alphabet[b % 62]
   const body = JSON.stringify({ id, type, created: new Date(now).toISOString(), data: { object } })
   return { id, type, owner, createdAt: now, body, pattern: `%"${type}"%` }
 }

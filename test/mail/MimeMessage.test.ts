@@ -17,7 +17,7 @@ describe("compose (the raw confirmation mail)", () => {
   it("round-trips names, subject, text, HTML and headers through a MIME parser", () =>
     fc.assert(
       fc.asyncProperty(line, line, text, text, address, asciiLine, async (name, subject, body, html, to, header) => {
-        const raw = compose(
+        const { messageId, raw } = compose(
           parseSender("News Letter <no-reply@example.com>"),
           { to: { name, address: to }, subject, text: body, html, headers: { "X-Test": header } },
           new Date("2026-11-23T10:00:00Z"),
@@ -39,6 +39,7 @@ describe("compose (the raw confirmation mail)", () => {
         )
         assert.strictEqual(parsed.headers.get("x-test"), header)
         assert.strictEqual(parsed.messageId, "<id-1@example.com>")
+        assert.strictEqual(messageId, "<id-1@example.com>")
         assert.strictEqual(parsed.date?.toISOString(), "2026-11-23T10:00:00.000Z")
       }),
       { numRuns: 300 }

@@ -3,6 +3,7 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import { Context, DateTime, Duration, Effect, Fiber, Layer, Option, Random, Ref, Schema, TestClock } from "effect"
+import * as fc from "effect/FastCheck"
 import { layer as CryptoTokens } from "../../adapters/crypto/CryptoTokens.ts"
 import { MemoryMailer } from "../../adapters/mail/MemoryMailer.ts"
 import { RetryPolicy } from "../../core/Backoff.ts"
@@ -11,7 +12,14 @@ import { Email } from "../../core/Email.ts"
 import { InvalidToken } from "../../core/Errors.ts"
 import { DefaultFeed } from "../../core/Feed.ts"
 import { type Mail, Mailer } from "../../core/Mailer.ts"
-import { DefaultMailConcurrency as Concurrency, Lease, MailConcurrency, OutboxWorker } from "../../core/OutboxWorker.ts"
+import {
+  DefaultMailConcurrency as Concurrency,
+  Lease,
+  MailConcurrency,
+  MaxBatchGrowth,
+  nextBatch,
+  OutboxWorker
+} from "../../core/OutboxWorker.ts"
 import { SiteSettings } from "../../core/SiteSettings.ts"
 import { Event, SubscriberName } from "../../core/Subscription.ts"
 import { SubscriptionStore } from "../../core/SubscriptionStore.ts"
@@ -414,5 +422,61 @@ describe("OutboxWorker with several workers on one database", () => {
       const addresses = yield* Ref.get(delivered)
       assert.sameMembers([...new Set(addresses)], Array.from({ length: readers }, (_, i) => `reader${i}@example.com`))
       assert.strictEqual(addresses.length, readers, `sent ${addresses.length} mails to ${readers} subscribers`)
+    })))
+})
+
+describe("OutboxWorker.run, the loops over a backlog", () => {
+  it.prop(
+    "a full batch doubles the next, up to MaxBatchGrowth times the share; a partial one starts again",
+    [fc.integer({ min: 1, max: 64 }), fc.integer({ min: 0, max: 10 }), fc.nat()],
+    ([base, doublings, short]) => {
+      const size = Math.min(base * 2 ** doublings, base * MaxBatchGrowth)
+      const grown = nextBatch(base, size, size)
+      assert.strictEqual(grown, Math.min(size * 2, base * MaxBatchGrowth))
+      assert.isAtLeast(grown, size)
+      assert.strictEqual(nextBatch(base, size, Math.min(short, size - 1)), base)
+    }
+  )
+
+  it.effect("drains a backlog far above MAIL_CONCURRENCY in growing batches, one mail per subscriber", () =>
+    Effect.scoped(Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      const concurrency = 8 // eight loops of one
+      const backlog = 300
+      const limits: Array<number> = []
+      const counted = Layer.effect(
+        SubscriptionStore,
+        Effect.map(SubscriptionStore, (store) =>
+          SubscriptionStore.of({
+            ...store,
+            claimDue: (now, until, limit) => {
+              limits.push(limit)
+              return store.claimDue(now, until, limit)
+            }
+          }))
+      )
+      const base = Layer.mergeAll(tempSqliteStore(), MemoryMailer.layer, CryptoTokens, site)
+      const context = yield* Layer.build(
+        OutboxWorker.Default.pipe(
+          Layer.provide(Layer.succeed(MailConcurrency, concurrency)),
+          Layer.provideMerge(counted),
+          Layer.provideMerge(base)
+        )
+      )
+      for (let i = 0; i < backlog; i++) {
+        yield* Effect.provide(subscribe({ ...ann, email: Email.make(`backlog${i}@example.com`) }), context)
+      }
+      const worker = Context.get(context, OutboxWorker)
+      const loops = yield* Effect.fork(worker.run)
+      const mails = yield* Effect.provide(Effect.flatMap(MemoryMailer, (m) => m.awaitSent(backlog)), context)
+      yield* Fiber.interrupt(loops)
+
+      assert.sameMembers(
+        mails.map((m) => m.to.address),
+        Array.from({ length: backlog }, (_, i) => `backlog${i}@example.com`)
+      )
+      assert.strictEqual(mails.length, backlog)
+      assert.strictEqual(Math.min(...limits), 1)
+      assert.strictEqual(Math.max(...limits), MaxBatchGrowth)
     })))
 })
