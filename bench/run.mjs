@@ -36,6 +36,7 @@ import {
   runScenario,
   scenarioOrder,
   scenarios,
+  sleep,
   startSmtpSink,
   startTarget,
   startWebhookSink,
@@ -149,13 +150,36 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
   })
 }
 // Bounded in time whatever happens: twice the planned load time plus five minutes, then everything stops.
+// (A subscribe run may add up to MailCatchUpMaxS while the mail catches up.)
+const MailCatchUpMaxS = 30
 const plannedS = options.rounds * targetNames.length * options.scenarios.length *
-  (options.durationS + options.warmupS)
+  (options.durationS + options.warmupS) +
+  (options.scenarios.includes("subscribe") ? options.rounds * targetNames.length * MailCatchUpMaxS : 0)
 const watchdog = setTimeout(() => {
   console.error(`\nwatchdog: the run took more than ${Math.round(2 * plannedS + 300)} s; stopping`)
   cleanup().finally(() => process.exit(124))
 }, (2 * plannedS + 300) * 1000)
 watchdog.unref()
+
+// Whether the confirmation mail kept up with a subscribe run: the share of the run's signups that the sink
+// received during it (mails of the warm-up's signups count too), then how many more arrived after it and how
+// long after its end the last one did (the count still for 1.5 s, or MailCatchUpMaxS).
+const mailCatchUp = async (sink, signups, mailsDuringRun) => {
+  const end = Date.now()
+  const atEnd = await sink.count()
+  let last = atEnd
+  let lastAt = end
+  while (Date.now() - lastAt < 1500 && Date.now() - end < MailCatchUpMaxS * 1000) {
+    await sleep(100)
+    const count = await sink.count()
+    if (count !== last) [last, lastAt] = [count, Date.now()]
+  }
+  return {
+    mailsPerSignupDuringRun: signups > 0 ? mailsDuringRun / signups : NaN,
+    mailBacklogAfterRun: last - atEnd,
+    mailCatchUpS: (lastAt - end) / 1000
+  }
+}
 
 // ---- formatting
 
@@ -290,7 +314,10 @@ const main = async () => {
             })
             run.round = round
             if (quiet !== undefined) run.waitedForQuietMachine = quiet
-            if (targetDefinitions[name].app) run.mailsDeliveredDuringRun = (await sink.count()) - mailsBefore
+            if (targetDefinitions[name].app) {
+              run.mailsDeliveredDuringRun = (await sink.count()) - mailsBefore
+              if (scenario === "subscribe") Object.assign(run, await mailCatchUp(sink, run.expectedResponses, run.mailsDeliveredDuringRun))
+            }
             if (targetDefinitions[name].webhooks) {
               run.webhooksDeliveredDuringRun = (await hookSink.count()) - hooksBefore
             }
@@ -314,6 +341,12 @@ const main = async () => {
                   ? `, postgres ${fmtInt(run.databaseCpuUsPerRequest)} us/req ${fmtInt(run.databaseCpuPercent)}%`
                   : ""
               })${run.mailsDeliveredDuringRun !== undefined ? `  mails ${run.mailsDeliveredDuringRun}` : ""}${
+                run.mailsPerSignupDuringRun !== undefined
+                  ? ` (${run.mailsPerSignupDuringRun.toFixed(2)} of the signups; the rest ${
+                    run.mailBacklogAfterRun === 0 ? "none" : `${run.mailBacklogAfterRun} in ${run.mailCatchUpS.toFixed(1)} s`
+                  })`
+                  : ""
+              }${
                 run.webhooksDeliveredDuringRun !== undefined ? `  webhooks ${run.webhooksDeliveredDuringRun}` : ""
               }${odd}`
             )
