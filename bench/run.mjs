@@ -153,7 +153,7 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
 // (A subscribe run may add up to MailCatchUpMaxS while the mail catches up.)
 const MailCatchUpMaxS = 30
 const plannedS = options.rounds * targetNames.length * options.scenarios.length *
-  (options.durationS + options.warmupS) +
+    (options.durationS + options.warmupS) +
   (options.scenarios.includes("subscribe") ? options.rounds * targetNames.length * MailCatchUpMaxS : 0)
 const watchdog = setTimeout(() => {
   console.error(`\nwatchdog: the run took more than ${Math.round(2 * plannedS + 300)} s; stopping`)
@@ -316,7 +316,9 @@ const main = async () => {
             if (quiet !== undefined) run.waitedForQuietMachine = quiet
             if (targetDefinitions[name].app) {
               run.mailsDeliveredDuringRun = (await sink.count()) - mailsBefore
-              if (scenario === "subscribe") Object.assign(run, await mailCatchUp(sink, run.expectedResponses, run.mailsDeliveredDuringRun))
+              if (scenario === "subscribe") {
+                Object.assign(run, await mailCatchUp(sink, run.expectedResponses, run.mailsDeliveredDuringRun))
+              }
             }
             if (targetDefinitions[name].webhooks) {
               run.webhooksDeliveredDuringRun = (await hookSink.count()) - hooksBefore
@@ -343,7 +345,9 @@ const main = async () => {
               })${run.mailsDeliveredDuringRun !== undefined ? `  mails ${run.mailsDeliveredDuringRun}` : ""}${
                 run.mailsPerSignupDuringRun !== undefined
                   ? ` (${run.mailsPerSignupDuringRun.toFixed(2)} of the signups; the rest ${
-                    run.mailBacklogAfterRun === 0 ? "none" : `${run.mailBacklogAfterRun} in ${run.mailCatchUpS.toFixed(1)} s`
+                    run.mailBacklogAfterRun === 0
+                      ? "none"
+                      : `${run.mailBacklogAfterRun} in ${run.mailCatchUpS.toFixed(1)} s`
                   })`
                   : ""
               }${
