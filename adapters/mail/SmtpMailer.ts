@@ -101,78 +101,109 @@ export const describeFailure = (err: unknown): { readonly reason: string; readon
   }
 }
 
+// What one send came to: nothing when the server took the mail, else why not (credentials scrubbed) and
+// whether trying again can help.
+export type SendFailure = { readonly reason: string; readonly permanent: boolean }
+
+export interface SmtpSender {
+  // Never rejects. An aborted `signal` abandons the send (nodemailer drops it from its queue, or ends its
+  // conversation) and leaves its promise pending.
+  readonly send: (mail: Mail, signal?: AbortSignal) => Promise<SendFailure | undefined>
+  readonly close: () => void
+  readonly host: string
+}
+
+// The sends without Effect: nodemailer's pool, one callback and one timer per mail. The delivery thread calls
+// this for each of its jobs (adapters/thread/DeliveryWorker.ts), and the layer below wraps it. Run through Effect
+// for each mail (a fiber, tryPromise with an AbortSignal, timeoutFail, a span) a send cost about 270 µs more CPU
+// (bench/README.md, "Mail at saturation"), which the thread paid for every mail.
+// Throws, with a message that holds no credentials, when the URL or MAIL_FROM is not valid.
+export const makeSender = (options: SmtpMailerOptions): SmtpSender => {
+  const url = parseUrl(options.url)
+  const sender = parseSender(options.from)
+  const scrub = scrubberFor(url)
+  const sendTimeout = options.timeout === undefined ? SendTimeout : Duration.decode(options.timeout)
+  const sendTimeoutMs = Duration.toMillis(sendTimeout)
+  // No single wait may outlast the whole send.
+  const waitMs = Math.min(Duration.toMillis(ConnectionTimeout), sendTimeoutMs)
+  const timedOut: SendFailure = {
+    reason: `SMTP ETIMEDOUT: no answer within ${Duration.format(sendTimeout)}`,
+    permanent: false
+  }
+  const failure = (err: unknown): SendFailure => {
+    const { permanent, reason } = describeFailure(err)
+    return { reason: scrub(reason), permanent }
+  }
+
+  let transport: ReturnType<typeof nodemailer.createTransport>
+  try {
+    transport = nodemailer.createTransport({
+      url: Redacted.value(options.url),
+      connectionTimeout: waitMs,
+      greetingTimeout: waitMs,
+      socketTimeout: waitMs,
+      dnsTimeout: waitMs,
+      pool: true,
+      maxConnections: options.maxConnections ?? DefaultMailConcurrency,
+      maxMessages: 1000,
+      logger: false
+    })
+  } catch (err) {
+    throw new Error(`could not create the SMTP transport: ${failure(err).reason}`)
+  }
+
+  const send = (mail: Mail, signal?: AbortSignal) =>
+    new Promise<SendFailure | undefined>((resolve) => {
+      const abort = new AbortController()
+      // Settled first: aborting makes nodemailer call back at once, with its own "aborted".
+      const timer = setTimeout(() => {
+        resolve(timedOut)
+        abort.abort()
+      }, sendTimeoutMs)
+      signal?.addEventListener("abort", () => {
+        clearTimeout(timer)
+        abort.abort()
+      }, { once: true })
+      const id = crypto.randomUUID()
+      const message = compose(sender, mail, new Date(), id, `=_${crypto.randomUUID()}`)
+      transport.sendMail({
+        envelope: { from: sender.address, to: [mail.to.address] },
+        raw: message.raw,
+        // The message's own Message-ID, and a boundary nodemailer has no use for (the message is raw): without
+        // them it draws both from the operating system's generator, six system calls a mail.
+        messageId: message.messageId,
+        baseBoundary: id,
+        signal: abort.signal
+      }, (err, info) => {
+        clearTimeout(timer)
+        if (err !== null) return resolve(failure(err))
+        // With one recipient a refusal is an error already; this catches a partial accept all the same.
+        const rejected: ReadonlyArray<unknown> = Array.isArray(info.rejected) ? info.rejected : []
+        if (rejected.length === 0) return resolve(undefined)
+        const first: unknown = Array.isArray(info.rejectedErrors) ? info.rejectedErrors[0] : undefined
+        resolve(failure(first ?? { code: "EENVELOPE", message: "recipient rejected" }))
+      })
+    })
+
+  return { send, close: () => transport.close(), host: url.hostname }
+}
+
+// A bad URL or MAIL_FROM is a configuration bug: the layer dies, with a message that holds no credentials.
 export const make = (options: SmtpMailerOptions) =>
-  Effect.gen(function*() {
-    // A bad URL is a configuration bug: the layer dies, with a message that holds no credentials.
-    const url = yield* Effect.sync(() => parseUrl(options.url))
-    const sender = yield* Effect.sync(() => parseSender(options.from))
-    const scrub = scrubberFor(url)
-    const sendTimeout = options.timeout === undefined ? SendTimeout : Duration.decode(options.timeout)
-    // No single wait may outlast the whole send.
-    const waitMs = Duration.toMillis(Duration.min(ConnectionTimeout, sendTimeout))
-
-    const transport = yield* Effect.acquireRelease(
-      Effect.try({
-        try: () =>
-          nodemailer.createTransport({
-            url: Redacted.value(options.url),
-            connectionTimeout: waitMs,
-            greetingTimeout: waitMs,
-            socketTimeout: waitMs,
-            dnsTimeout: waitMs,
-            pool: true,
-            maxConnections: options.maxConnections ?? DefaultMailConcurrency,
-            maxMessages: 1000,
-            logger: false
-          }),
-        catch: (err) => new Error(`could not create the SMTP transport: ${scrub(describeFailure(err).reason)}`)
-      }).pipe(Effect.orDie),
-      (t) => Effect.sync(() => t.close())
-    )
-
-    const fail = (err: unknown) => {
-      const { reason, permanent } = describeFailure(err)
-      return new MailDeliveryFailed({ reason: scrub(reason), permanent })
-    }
-
-    const send = (mail: Mail) =>
-      Effect.tryPromise({
-        try: (signal) => {
-          const id = crypto.randomUUID()
-          const message = compose(sender, mail, new Date(), id, `=_${crypto.randomUUID()}`)
-          return transport.sendMail({
-            envelope: { from: sender.address, to: [mail.to.address] },
-            raw: message.raw,
-            // The message's own Message-ID, and a boundary nodemailer has no use for (the message is raw): without
-            // them it draws both from the operating system's generator, six system calls a mail (about 70 µs on
-            // the delivery thread of the benchmark's machine).
-            messageId: message.messageId,
-            baseBoundary: id,
-            signal
-          })
-        },
-        catch: fail
-      }).pipe(
-        Effect.flatMap((info) => {
-          // With one recipient a refusal is an error already; this catches a partial accept all the same.
-          const rejected: ReadonlyArray<unknown> = Array.isArray(info.rejected) ? info.rejected : []
-          if (rejected.length === 0) return Effect.void
-          const first: unknown = Array.isArray(info.rejectedErrors) ? info.rejectedErrors[0] : undefined
-          return Effect.fail(fail(first ?? { code: "EENVELOPE", message: "recipient rejected" }))
-        }),
-        Effect.timeoutFail({
-          duration: sendTimeout,
-          onTimeout: () =>
-            new MailDeliveryFailed({
-              reason: `SMTP ETIMEDOUT: no answer within ${Duration.format(sendTimeout)}`,
-              permanent: false
-            })
-        }),
-        Effect.withSpan("SmtpMailer.send", { attributes: { "smtp.host": url.hostname } })
+  Effect.map(
+    Effect.acquireRelease(Effect.sync(() => makeSender(options)), (sender) => Effect.sync(() => sender.close())),
+    (sender) =>
+      Mailer.of(
+        {
+          send: (mail) =>
+            Effect.async<void, MailDeliveryFailed>((resume, signal) => {
+              sender.send(mail, signal).then((failed) =>
+                resume(failed === undefined ? Effect.void : Effect.fail(new MailDeliveryFailed(failed)))
+              )
+            }).pipe(Effect.withSpan("SmtpMailer.send", { attributes: { "smtp.host": sender.host } }))
+        } satisfies MailerShape
       )
-
-    return Mailer.of({ send } satisfies MailerShape)
-  })
+  )
 
 const layer = (options: SmtpMailerOptions): Layer.Layer<Mailer> => Layer.scoped(Mailer, make(options))
 

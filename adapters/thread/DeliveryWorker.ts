@@ -1,8 +1,7 @@
-import { Cause, type ConfigError, Effect, Exit, Layer, ManagedRuntime, Option, Predicate } from "effect"
+import { Cause, Effect, Exit, ManagedRuntime, Option, Predicate } from "effect"
 import { parentPort, workerData } from "node:worker_threads"
-import { Mailer } from "../../core/Mailer.ts"
 import { WebhookSender } from "../../core/Webhooks.ts"
-import { SmtpMailer } from "../mail/SmtpMailer.ts"
+import { makeSender, SmtpMailer, type SmtpSender } from "../mail/SmtpMailer.ts"
 import { layer as HttpWebhookSender } from "../webhook/HttpWebhookSender.ts"
 import type { Job, Reply, Status, WorkerSetup } from "./DeliveryThread.ts"
 
@@ -13,10 +12,12 @@ import type { Job, Reply, Status, WorkerSetup } from "./DeliveryThread.ts"
 const port = parentPort!
 const setup = workerData as WorkerSetup
 
-const mailer: Layer.Layer<Mailer, ConfigError.ConfigError> = setup.smtp
-  ? SmtpMailer.layerConfig
-  : Layer.succeed(Mailer, { send: () => Effect.dieMessage("this delivery thread sends no mail") })
-const runtime = ManagedRuntime.make(Layer.merge(mailer, HttpWebhookSender(setup.webhooks)))
+// Mail goes straight to the SMTP sender's promise: no Effect runtime per mail (see makeSender). Webhooks run
+// their adapter's Effect.
+const runtime = ManagedRuntime.make(HttpWebhookSender(setup.webhooks))
+const smtp: Promise<SmtpSender | undefined> = setup.smtp
+  ? Effect.runPromise(Effect.map(SmtpMailer.config, makeSender))
+  : Promise.resolve(undefined)
 
 type Failure = { readonly reason: string; readonly permanent?: boolean }
 
@@ -25,13 +26,9 @@ type Failure = { readonly reason: string; readonly permanent?: boolean }
 const failure = (n: number, cause: Cause.Cause<unknown>): Reply =>
   Option.match(Option.filter(Cause.failureOption(cause), (e): e is Failure => Predicate.hasProperty(e, "reason")), {
     onSome: (e) => ({ n, ok: false, reason: e.reason, permanent: e.permanent ?? false }),
-    onNone: () => ({ n, ok: false, reason: "the delivery thread failed", permanent: false })
+    onNone: () => threadFailed(n)
   })
-
-const send = (job: Job): Effect.Effect<void, Failure, Mailer | WebhookSender> =>
-  job.kind === "mail"
-    ? Effect.flatMap(Mailer, (m) => m.send(job.mail))
-    : Effect.flatMap(WebhookSender, (s) => s.send(job.request))
+const threadFailed = (n: number): Reply => ({ n, ok: false, reason: "the delivery thread failed", permanent: false })
 
 // Answers go back in batches, as the jobs came: those finished in one turn of the event loop in one message.
 let answers: Array<Reply> = []
@@ -46,11 +43,24 @@ const answer = (reply: Reply) => {
   answers.push(reply)
 }
 
-runtime.runtime().then(
-  () => {
+Promise.all([smtp, runtime.runtime()]).then(
+  ([mailer]) => {
+    const sendMail = (job: Extract<Job, { kind: "mail" }>) => {
+      if (mailer === undefined) {
+        return answer({ n: job.n, ok: false, reason: "this delivery thread sends no mail", permanent: false })
+      }
+      mailer.send(job.mail).then(
+        (failed) => answer(failed === undefined ? { n: job.n, ok: true } : { n: job.n, ok: false, ...failed }),
+        () => answer(threadFailed(job.n))
+      )
+    }
     port.on("message", (jobs: ReadonlyArray<Job>) => {
       for (const job of jobs) {
-        runtime.runPromiseExit(send(job)).then((exit) =>
+        if (job.kind === "mail") {
+          sendMail(job)
+          continue
+        }
+        runtime.runPromiseExit(Effect.flatMap(WebhookSender, (s) => s.send(job.request))).then((exit) =>
           answer(Exit.isSuccess(exit) ? { n: job.n, ok: true } : failure(job.n, exit.cause))
         )
       }
