@@ -5,7 +5,7 @@ import { lookup } from "node:dns/promises"
 import { Agent as HttpAgent, request as httpRequest } from "node:http"
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
 import { isIP, type LookupFunction } from "node:net"
-import { DeliveryFailed, SecretPrefix, UrlRefused, WebhookSender } from "../../core/Webhooks.ts"
+import { DeliveryFailed, SecretPrefix, type SignedRequest, UrlRefused, WebhookSender } from "../../core/Webhooks.ts"
 
 // Webhooks over node:http(s), signed as Standard Webhooks says (webhook-id, webhook-timestamp, webhook-signature
 // "v1,<base64 HMAC-SHA256 of id.timestamp.body>" keyed by the secret's bytes). Redirects are not followed (a
@@ -65,80 +65,104 @@ const causeOf = (e: unknown): string => {
 const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 64 })
 const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 64 })
 
-export const make = (options: WebhookSenderOptions) => {
+// The checks and sends without Effect: the delivery thread calls these for each of its jobs
+// (adapters/thread/DeliveryWorker.ts), and the layer below wraps them, as SmtpMailer's makeSender does for mail.
+export interface WebhookDelivery {
+  // Why the URL is refused, or undefined.
+  readonly refusal: (raw: string) => Promise<string | undefined>
+  // Why the delivery failed, or undefined for a 2xx. Never rejects; an aborted `signal` abandons the request and
+  // leaves the promise pending.
+  readonly send: (request: SignedRequest, signal?: AbortSignal) => Promise<string | undefined>
+}
+
+export const makeDelivery = (options: WebhookSenderOptions): WebhookDelivery => {
   const timeoutMs = options.timeoutMs ?? 10_000
   const allowPrivate = options.allowPrivate
 
-  const check = (raw: string) =>
-    Effect.gen(function*() {
-      const url = URL.canParse(raw) ? new URL(raw) : undefined
-      if (url === undefined) return yield* new UrlRefused({ reason: "url is not an absolute URL." })
-      if (url.protocol !== "https:" && !(options.allowHttp && url.protocol === "http:")) {
-        return yield* new UrlRefused({ reason: "url must use https." })
+  const refusal = async (raw: string): Promise<string | undefined> => {
+    const url = URL.canParse(raw) ? new URL(raw) : undefined
+    if (url === undefined) return "url is not an absolute URL."
+    if (url.protocol !== "https:" && !(options.allowHttp && url.protocol === "http:")) return "url must use https."
+    if (url.username !== "" || url.password !== "") return "url must not carry credentials."
+    if (allowPrivate) return undefined
+    const host = url.hostname.replace(/^\[|\]$/g, "")
+    let addresses: ReadonlyArray<string> = [host]
+    if (isIP(host) === 0) {
+      try {
+        addresses = (await lookup(host, { all: true, verbatim: true })).map((a) => a.address)
+      } catch {
+        return "url's host name does not resolve."
       }
-      if (url.username !== "" || url.password !== "") {
-        return yield* new UrlRefused({ reason: "url must not carry credentials." })
+    }
+    return addresses.some(isPrivateAddress) ? "url points to a private, loopback or link-local address." : undefined
+  }
+
+  const post = (request: SignedRequest, signal?: AbortSignal) =>
+    new Promise<string | undefined>((resolve) => {
+      const url = new URL(request.url)
+      const body = Buffer.from(request.body)
+      const options = {
+        method: "POST",
+        agent: url.protocol === "https:" ? httpsAgent : httpAgent,
+        ...(allowPrivate ? {} : { lookup: guardedLookup }),
+        headers: {
+          "content-type": "application/json",
+          "content-length": String(body.length),
+          "user-agent": "paysub-webhooks/1",
+          "webhook-id": request.id,
+          "webhook-timestamp": String(request.timestamp),
+          "webhook-signature": `v1,${sign(request.secret, request.id, request.timestamp, request.body)}`
+        }
       }
-      if (options.allowPrivate) return
-      const host = url.hostname.replace(/^\[|\]$/g, "")
-      const addresses = isIP(host) !== 0 ? [host] : yield* Effect.tryPromise({
-        try: () => lookup(host, { all: true, verbatim: true }).then((all) => all.map((a) => a.address)),
-        catch: () => new UrlRefused({ reason: "url's host name does not resolve." })
+      const finish = (reason: string | undefined) => {
+        clearTimeout(timer)
+        resolve(reason)
+      }
+      // Redirects are not followed: a 3xx is an answer like any other non-2xx.
+      const req = (url.protocol === "https:" ? httpsRequest : httpRequest)(url, options, (response) => {
+        response.resume()
+        response.on("end", () => {
+          const status = response.statusCode ?? 0
+          finish(status >= 200 && status < 300 ? undefined : `HTTP ${status}`)
+        })
+        response.on("error", (e) => finish(causeOf(e)))
       })
-      if (addresses.some(isPrivateAddress)) {
-        return yield* new UrlRefused({ reason: "url points to a private, loopback or link-local address." })
-      }
+      const timer = setTimeout(() => {
+        finish(`no answer within ${timeoutMs / 1000} s`)
+        req.destroy()
+      }, timeoutMs)
+      req.on("error", (e) => finish(causeOf(e)))
+      signal?.addEventListener("abort", () => {
+        clearTimeout(timer)
+        req.destroy()
+      }, { once: true })
+      req.end(body)
     })
 
-  return WebhookSender.of({
-    check,
-    send: (request) =>
-      check(request.url).pipe(
-        Effect.mapError((e) => new DeliveryFailed({ reason: `refused: ${e.reason}` })),
-        Effect.zipRight(Effect.async<number, DeliveryFailed>((resume) => {
-          const url = new URL(request.url)
-          const body = Buffer.from(request.body)
-          const options = {
-            method: "POST",
-            agent: url.protocol === "https:" ? httpsAgent : httpAgent,
-            ...(allowPrivate ? {} : { lookup: guardedLookup }),
-            headers: {
-              "content-type": "application/json",
-              "content-length": String(body.length),
-              "user-agent": "paysub-webhooks/1",
-              "webhook-id": request.id,
-              "webhook-timestamp": String(request.timestamp),
-              "webhook-signature": `v1,${sign(request.secret, request.id, request.timestamp, request.body)}`
-            }
-          }
-          let done = false
-          const finish = (effect: Effect.Effect<number, DeliveryFailed>) => {
-            if (done) return
-            done = true
-            clearTimeout(timer)
-            resume(effect)
-          }
-          // Redirects are not followed: a 3xx is an answer like any other non-2xx.
-          const req = (url.protocol === "https:" ? httpsRequest : httpRequest)(url, options, (response) => {
-            response.resume()
-            response.on("end", () => finish(Effect.succeed(response.statusCode ?? 0)))
-            response.on("error", (e) => finish(Effect.fail(new DeliveryFailed({ reason: causeOf(e) }))))
-          })
-          const timer = setTimeout(() => {
-            finish(Effect.fail(new DeliveryFailed({ reason: `no answer within ${timeoutMs / 1000} s` })))
-            req.destroy()
-          }, timeoutMs)
-          req.on("error", (e) => finish(Effect.fail(new DeliveryFailed({ reason: causeOf(e) }))))
-          req.end(body)
-          return Effect.sync(() => {
-            clearTimeout(timer)
-            req.destroy()
-          })
-        })),
-        Effect.flatMap((status) =>
-          status >= 200 && status < 300 ? Effect.void : Effect.fail(new DeliveryFailed({ reason: `HTTP ${status}` }))
-        )
+  return {
+    refusal,
+    send: (request, signal) =>
+      refusal(request.url).then(
+        (refused) => refused === undefined ? post(request, signal) : `refused: ${refused}`,
+        () => "the URL check failed"
       )
+  }
+}
+
+export const make = (options: WebhookSenderOptions) => {
+  const delivery = makeDelivery(options)
+  return WebhookSender.of({
+    check: (raw) =>
+      Effect.flatMap(
+        Effect.promise(() => delivery.refusal(raw)),
+        (reason) => reason === undefined ? Effect.void : Effect.fail(new UrlRefused({ reason }))
+      ),
+    send: (request) =>
+      Effect.async<void, DeliveryFailed>((resume, signal) => {
+        delivery.send(request, signal).then((reason) =>
+          resume(reason === undefined ? Effect.void : Effect.fail(new DeliveryFailed({ reason })))
+        )
+      })
   })
 }
 
