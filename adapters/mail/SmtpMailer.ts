@@ -165,7 +165,14 @@ export const makeSender = (options: SmtpMailerOptions): SmtpSender => {
         abort.abort()
       }, { once: true })
       const id = crypto.randomUUID()
-      const message = compose(sender, mail, new Date(), id, `=_${crypto.randomUUID()}`)
+      let message: ReturnType<typeof compose>
+      try {
+        message = compose(sender, mail, new Date(), id, `=_${crypto.randomUUID()}`)
+      } catch {
+        // Not expected (compose takes any strings); the same mail would fail again, so it is not retried.
+        clearTimeout(timer)
+        return resolve({ reason: "the mail could not be composed", permanent: true })
+      }
       transport.sendMail({
         envelope: { from: sender.address, to: [mail.to.address] },
         raw: message.raw,

@@ -141,11 +141,10 @@ export const makeDelivery = (options: WebhookSenderOptions): WebhookDelivery => 
 
   return {
     refusal,
+    // A throw of node:http's (say, a header it will not send) fails the delivery like a network error.
     send: (request, signal) =>
-      refusal(request.url).then(
-        (refused) => refused === undefined ? post(request, signal) : `refused: ${refused}`,
-        () => "the URL check failed"
-      )
+      refusal(request.url).then((refused) => refused === undefined ? post(request, signal) : `refused: ${refused}`)
+        .catch(causeOf)
   }
 }
 
