@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { parentPort, workerData } from "node:worker_threads"
-import { makeSender, SmtpMailer, type SmtpSender } from "../mail/SmtpMailer.ts"
+import { makeSender, type SendFailure, SmtpMailer, type SmtpSender } from "../mail/SmtpMailer.ts"
 import { makeDelivery } from "../webhook/HttpWebhookSender.ts"
 import type { Job, Reply, Status, WorkerSetup } from "./DeliveryThread.ts"
 
@@ -8,8 +8,8 @@ import type { Job, Reply, Status, WorkerSetup } from "./DeliveryThread.ts"
 // from the same environment as the service: SMTP_URL, MAIL_FROM, MAIL_CONCURRENCY) and the webhook sender,
 // each send answered with its outcome. Runs nothing else and keeps nothing.
 //
-// Each job goes straight to the adapters' plain senders (makeSender, makeDelivery), which their Effect layers
-// wrap elsewhere: an Effect fiber per send cost the thread about 270 µs of CPU per mail (bench/README.md).
+// Each job goes straight to the adapters' plain senders (makeSender, makeDelivery; why: see makeSender), which
+// their Effect layers wrap for a send on the main thread.
 
 const port = parentPort!
 const setup = workerData as WorkerSetup
@@ -34,7 +34,7 @@ const answer = (reply: Reply) => {
 
 // A send that failed carries its reason (and, for mail, whether it is permanent); a failure of the thread's
 // own is temporary.
-const outcome = (n: number, failed: { readonly reason: string; readonly permanent: boolean } | undefined): Reply =>
+const outcome = (n: number, failed: SendFailure | undefined): Reply =>
   failed === undefined ? { n, ok: true } : { n, ok: false, ...failed }
 const threadFailed = (n: number): Reply => ({ n, ok: false, reason: "the delivery thread failed", permanent: false })
 
