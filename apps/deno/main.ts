@@ -28,11 +28,21 @@ const readBody = async (request: Request, maxBytes: number) => {
   return Buffer.concat(chunks).toString("utf8")
 }
 
+// Deno.serve's request.url is "http://" + the Host header + the target: with a Host that is no authority it does
+// not parse, and the pipeline answers 400 host_invalid whatever the path.
+const target = (request: Request) => {
+  try {
+    const url = new URL(request.url)
+    return `${url.pathname}${url.search}`
+  } catch {
+    return "/"
+  }
+}
+
 const serve = (request: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>): Promise<Response> => {
-  const url = new URL(request.url)
   const fiber = pipeline({
     method: request.method,
-    url: `${url.pathname}${url.search}`,
+    url: target(request),
     headers: Object.fromEntries(request.headers),
     remoteAddress: info.remoteAddr.hostname,
     httpVersion: "1.1",

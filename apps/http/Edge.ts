@@ -68,6 +68,26 @@ export const limitKey = (
   return undefined
 }
 
+// RFC 9110 7.2 and RFC 3986 3.2: a Host is a host (an IP literal in brackets, or a name of unreserved,
+// sub-delim and %-encoded characters) and an optional port of at most 65535. A request with another answers
+// 400 before anything else reads it: some code builds a URL from it (a handler's whole request does), and an
+// unparsable one must not reach that code. The last good one is kept: a client sends the same Host every time.
+const authority = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*?(?::(\d{0,5}))?$/
+let lastGoodHost = ""
+export const validHost = (host: string | undefined): boolean => {
+  // An empty Host is what RFC 9110 asks of a client whose target has no authority.
+  if (host === undefined || host === "" || host === lastGoodHost) return true
+  const match = authority.exec(host)
+  if (match === null || Number(match[1] ?? 0) > 65535) return false
+  try {
+    new URL(`http://${host}/`)
+  } catch {
+    return false
+  }
+  lastGoodHost = host
+  return true
+}
+
 export const rateLimited = (wait: number) => apiError("rate_limited", `Too many requests: retry in ${wait} s.`)
 
 // How every answer leaves: errors as the documented body (a defect is logged and becomes internal_error; an

@@ -109,10 +109,10 @@ const parseBody = (contentType: string | undefined, text: string): Effect.Effect
 }
 
 // A handler that asks for the whole request gets one built from the request line and header fields (the body
-// has been read by then); none of the loaded endpoints asks.
+// has been read by then). The pipeline has refused a Host that is not a valid authority before this runs.
 const serverRequest = (request: IncomingRequest) =>
   HttpServerRequest.fromWeb(
-    new Request(`http://${request.headers.host ?? "localhost"}${request.url}`, {
+    new Request(`http://${request.headers.host || "localhost"}${request.url}`, {
       method: request.method,
       headers: request.headers as Record<string, string>
     })

@@ -25,6 +25,12 @@ export const ErrorCatalog = {
     summary: "The request body could not be parsed as its Content-Type.",
     fix: "Send well-formed JSON or form data matching the Content-Type header."
   },
+  host_invalid: {
+    type: "invalid_request_error",
+    status: 400,
+    summary: "The Host header is not a valid authority (a host name or IP address, and a port from 0 to 65535).",
+    fix: "Send the Host your client was given, such as api.example.com or 127.0.0.1:3000."
+  },
   upgrade_not_supported: {
     type: "invalid_request_error",
     status: 400,

@@ -15,7 +15,8 @@ import {
   mediaType,
   rateLimited,
   RequestIdHeader,
-  requestIdOf
+  requestIdOf,
+  validHost
 } from "./Edge.ts"
 import { compileEndpoint, type Endpoint } from "./Endpoint.ts"
 import { rateLimitedLabels, rateLimitedRequests, recordAnswer } from "./Observability.ts"
@@ -130,6 +131,9 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
       requestId: string
     ): Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> | Routed => {
       const { headers, method } = request
+      if (!validHost(headers.host)) {
+        return Effect.fail(apiError("host_invalid", "The Host header is not a valid host and port."))
+      }
       const resource = router.lookup(pathname)
       const allowed = resource?.allowed
       template = resource?.route(method)?.route ?? "unmatched"
@@ -198,22 +202,29 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
       const queryAt = request.url.indexOf("?")
       const pathname = queryAt === -1 ? request.url : request.url.slice(0, queryAt)
       sharedCheck = undefined
-      const routed = route(request, pathname, requestId)
-      const routeTemplate = template
-      const check = sharedCheck as Effect.Effect<number> | undefined
+      template = "unmatched"
       let runtime = unrouted
       let effect: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>
-      if (Effect.isEffect(routed)) effect = routed
-      else {
-        runtime = routed.endpoint.runtime
-        const query = queryAt === -1 ? "" : request.url.slice(queryAt + 1)
-        const run = routed.endpoint.run
-        effect = check === undefined ? run(request, routed.params, query) : Effect.flatMap(check, (wait) => {
-          if (wait === 0) return run(request, routed.params, query)
-          rateLimitedRequests.unsafeUpdate(1, rateLimitedLabels("shared"))
-          return Effect.succeed(render(rateLimited(wait), requestId, { "retry-after": String(wait) }))
-        })
+      // Routing and the steps that run before the first asynchronous one are plain calls: whatever one throws
+      // becomes a defect of this request (logged, answered 500), never an exception out of the server's callback.
+      try {
+        const routed = route(request, pathname, requestId)
+        const check = sharedCheck as Effect.Effect<number> | undefined
+        if (Effect.isEffect(routed)) effect = routed
+        else {
+          runtime = routed.endpoint.runtime
+          const query = queryAt === -1 ? "" : request.url.slice(queryAt + 1)
+          const run = routed.endpoint.run
+          effect = check === undefined ? run(request, routed.params, query) : Effect.flatMap(check, (wait) => {
+            if (wait === 0) return run(request, routed.params, query)
+            rateLimitedRequests.unsafeUpdate(1, rateLimitedLabels("shared"))
+            return Effect.succeed(render(rateLimited(wait), requestId, { "retry-after": String(wait) }))
+          })
+        }
+      } catch (thrown) {
+        effect = Effect.die(thrown)
       }
+      const routeTemplate = template
       const cors = options.cors
       const answered = cors === undefined
         ? respond(requestId, effect)

@@ -61,11 +61,33 @@ const write = (method: string, response: ServerResponse, answer: HttpServerRespo
 
 // Every request goes through the pipeline. Its fiber is usually done before this returns (nothing had to
 // wait), and then the answer is written at once; a client that goes away interrupts the fiber still running.
+// The pipeline turns every error into an answer; should anything still throw here, it is logged and answered
+// 500 (or the connection closed, when the head is out), and the process serves on.
+const failed = (response: ServerResponse, error: unknown) => {
+  Effect.runFork(Effect.logError("request failed outside the pipeline", Cause.die(error)))
+  if (response.headersSent) return void response.destroy()
+  response.writeHead(500, { "content-type": "application/json" })
+  response.end(JSON.stringify({
+    error: { type: "api_error", code: "internal_error", message: "An internal error occurred." }
+  }))
+}
+
 const answer = (pipeline: Pipeline) => (request: IncomingMessage, response: ServerResponse) => {
   const method = request.method ?? "GET"
-  const fiber = pipeline(incoming(request))
+  let fiber: ReturnType<Pipeline>
+  try {
+    fiber = pipeline(incoming(request))
+  } catch (error) {
+    return failed(response, error)
+  }
   fiber.addObserver(Exit.match({
-    onSuccess: (r) => write(method, response, r),
+    onSuccess: (r) => {
+      try {
+        write(method, response, r)
+      } catch (error) {
+        failed(response, error)
+      }
+    },
     onFailure: (cause) => response.destroy(Cause.squash(cause) as Error)
   }))
   if (!response.writableFinished) {
