@@ -191,6 +191,10 @@ const catchUp = async (sink) => {
 }
 // CPU seconds (user + system, every thread) of a target's processes.
 const cpuOf = (target) => (target.pids ?? [target.pid]).reduce((a, pid) => a + procStats(pid).cpuS, 0)
+// PostgreSQL's processes' CPU seconds, by pid; and what they spent since (a backend that ended is missed).
+const databaseCpu = () => new Map(postgresPids().map((pid) => [pid, procStats(pid).cpuS]))
+const databaseCpuSince = (before) =>
+  [...databaseCpu()].reduce((a, [pid, cpu]) => a + (Number.isFinite(cpu) ? cpu - (before.get(pid) ?? 0) : 0), 0)
 
 // ---- formatting
 
@@ -221,7 +225,7 @@ const results = {
     "Every target sends its confirmation mails (the references through bench/lib/outbox.mjs).",
     "cpuUsPerSignupWithMail: the target's CPU (all threads, /proc/PID/stat) from the warm-up's start until its " +
     "mail stopped arriving, per signup of the warm-up and the run (the mails received in that window, when more " +
-    "than the answered signups).",
+    "than the answered signups); databaseCpuUsPerSignupWithMail: PostgreSQL's in the same window.",
     "cpuUsPerEvent (a target with a webhook endpoint against its twin without): the same window's CPU less what " +
     "the twin spent per request, per webhook delivered in the window.",
     ...(options.pin ? ["--pin: every target on CPU 0, the load generator and the sinks on the others (taskset)."] : []),
@@ -317,7 +321,12 @@ const main = async () => {
             let quiet
             // The window for the CPU per signup with its mail, and per delivered event: from the warm-up's start
             // until the sinks stop receiving.
-            const windowStart = { cpuS: cpuOf(target), mails: await sink.count(), hooks: await hookSink?.count() }
+            const windowStart = {
+              cpuS: cpuOf(target),
+              databaseCpu: usesPostgres ? databaseCpu() : undefined,
+              mails: await sink.count(),
+              hooks: await hookSink?.count()
+            }
             let warmedUp = 0
             if (options.warmupS > 0) {
               const warm = await runScenario(target, scenario, ctx, {
@@ -366,12 +375,15 @@ const main = async () => {
               cpuS: cpuOf(target) - windowStart.cpuS,
               responses,
               mails: (await sink.count()) - windowStart.mails,
+              ...(usesPostgres ? { databaseCpuS: databaseCpuSince(windowStart.databaseCpu) } : {}),
               ...(hookSink !== undefined ? { webhooks: (await hookSink.count()) - windowStart.hooks } : {})
             }
             // Each signup has one mail, and a request cut off at the end of the warm-up or the run may still
             // have subscribed: the window's mails count its signups once the mail caught up.
             if (scenario === "subscribe") {
-              run.cpuUsPerSignupWithMail = (run.window.cpuS * 1e6) / Math.max(responses, run.window.mails)
+              const signups = Math.max(responses, run.window.mails)
+              run.cpuUsPerSignupWithMail = (run.window.cpuS * 1e6) / signups
+              if (usesPostgres) run.databaseCpuUsPerSignupWithMail = (run.window.databaseCpuS * 1e6) / signups
             }
             results.runs.push(run)
             ;(roundRuns[scenario] ??= {})[name] = run
@@ -491,6 +503,7 @@ const summarise = () => {
         ...(scenario === "subscribe"
           ? {
             cpuUsPerSignupWithMail: stat((r) => r.cpuUsPerSignupWithMail),
+            databaseCpuUsPerSignupWithMail: stat((r) => r.databaseCpuUsPerSignupWithMail ?? NaN),
             mailsPerSignupDuringRun: stat((r) => r.mailsPerSignupDuringRun),
             mailCatchUpS: stat((r) => r.mailCatchUpS)
           }
@@ -551,9 +564,13 @@ const printTable = () => {
       for (const name of targetNames) {
         const t = s.targets[name]
         out.push(
-          `  ${label(name).padEnd(widths[0] - 2)}  ${spread(t.cpuUsPerSignupWithMail.values, fmtInt)} us  ${
-            spread(t.mailsPerSignupDuringRun.values, fmtRatio)
-          } (the rest within ${spread(t.mailCatchUpS.values, (x) => x.toFixed(1))} s)`
+          `  ${label(name).padEnd(widths[0] - 2)}  ${spread(t.cpuUsPerSignupWithMail.values, fmtInt)} us${
+            t.databaseCpuUsPerSignupWithMail.values.some(Number.isFinite)
+              ? ` (+ postgres ${spread(t.databaseCpuUsPerSignupWithMail.values, fmtInt)} us)`
+              : ""
+          }  ${spread(t.mailsPerSignupDuringRun.values, fmtRatio)} (the rest within ${
+            spread(t.mailCatchUpS.values, (x) => x.toFixed(1))
+          } s)`
         )
       }
     }

@@ -665,7 +665,7 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl, smtpUrl })
   function* subscribeRequest(body, requestId) {
     const request = validateSubscribe(body)
     if ((yield q("findFeed", [request.feed])).length === 0) {
-      return error("resource_missing", `No feed is named "${request.feed}".`, requestId, { param: "feed" })
+      return error("resource_missing", "No feed has this name.", requestId, { param: "feed" })
     }
     const id = request.website ?
       1 + Math.floor(Math.random() * (2 ** 31 - 1)) :
@@ -847,7 +847,7 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl, smtpUrl })
   // apps/http/Caching.ts: a strong ETag from the body's bytes, 304 when If-None-Match matches.
   function* getRequest(client, id, ifNoneMatch, requestId) {
     const [row] = transferIdPattern.test(id) ? yield q("get", [client.id, id]) : []
-    if (row === undefined) return error("resource_missing", `No transfer has id ${id}.`, requestId, { param: "id" })
+    if (row === undefined) return error("resource_missing", "No transfer has this id.", requestId, { param: "id" })
     const body = JSON.stringify({ payment_transfer: renderRow(row) })
     const etag = `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`
     const headers = {
@@ -888,4 +888,4 @@ export const announce = (ref, port) => {
 }
 
 export const mediaTypeOf = (contentType) => (contentType ?? "").split(";")[0].trim().toLowerCase()
-export const acceptedBodies = ["application/json", "application/x-www-form-urlencoded"]
+export const acceptedBodies = ["application/x-www-form-urlencoded", "application/json"]
