@@ -224,8 +224,8 @@ const results = {
     "peakRssMb: VmHWM of the server process, reset at the start of each measured scenario (clear_refs).",
     "Every target sends its confirmation mails (the references through bench/lib/outbox.mjs).",
     "cpuUsPerSignupWithMail: the target's CPU (all threads, /proc/PID/stat) from the warm-up's start until its " +
-    "mail stopped arriving, per signup of the warm-up and the run (the mails received in that window, when more " +
-    "than the answered signups); databaseCpuUsPerSignupWithMail: PostgreSQL's in the same window.",
+    "mail stopped arriving, per signup request written in the warm-up and the run (those in flight at their end are " +
+    "answered after it); databaseCpuUsPerSignupWithMail: PostgreSQL's in the same window.",
     "cpuUsPerEvent (a target with a webhook endpoint against its twin without): the same window's CPU less what " +
     "the twin spent per request, per webhook delivered in the window.",
     ...(options.pin ? ["--pin: every target on CPU 0, the load generator and the sinks on the others (taskset)."] : []),
@@ -335,7 +335,7 @@ const main = async () => {
                 measure: false,
                 otherPids: [sink.pid]
               })
-              warmedUp = warm.expectedResponses
+              warmedUp = warm.requestsSent
               // A busy machine (someone else's processes) during the warm-up: wait a little for it to calm.
               if (warm.foreignCpuPercent > 25 && quietBudgetMs > 0) {
                 quiet = await waitForQuiet({
@@ -370,20 +370,19 @@ const main = async () => {
               const hooks = await catchUp(hookSink)
               Object.assign(run, { webhookBacklogAfterRun: hooks.after, webhookCatchUpS: hooks.seconds })
             }
-            const responses = warmedUp + run.expectedResponses
+            const requests = warmedUp + run.requestsSent
             run.window = {
               cpuS: cpuOf(target) - windowStart.cpuS,
-              responses,
+              requests,
               mails: (await sink.count()) - windowStart.mails,
               ...(usesPostgres ? { databaseCpuS: databaseCpuSince(windowStart.databaseCpu) } : {}),
               ...(hookSink !== undefined ? { webhooks: (await hookSink.count()) - windowStart.hooks } : {})
             }
-            // Each signup has one mail, and a request cut off at the end of the warm-up or the run may still
-            // have subscribed: the window's mails count its signups once the mail caught up.
+            // Per request written: one still in flight when the warm-up or the run ended was answered after it,
+            // and its signup mailed.
             if (scenario === "subscribe") {
-              const signups = Math.max(responses, run.window.mails)
-              run.cpuUsPerSignupWithMail = (run.window.cpuS * 1e6) / signups
-              if (usesPostgres) run.databaseCpuUsPerSignupWithMail = (run.window.databaseCpuS * 1e6) / signups
+              run.cpuUsPerSignupWithMail = (run.window.cpuS * 1e6) / requests
+              if (usesPostgres) run.databaseCpuUsPerSignupWithMail = (run.window.databaseCpuS * 1e6) / requests
             }
             results.runs.push(run)
             ;(roundRuns[scenario] ??= {})[name] = run
@@ -451,7 +450,7 @@ const main = async () => {
         for (const [a, b] of eventPairs) {
           const [hooks, twin] = [rs[a]?.window, rs[b]?.window]
           if (hooks === undefined || twin === undefined || !(hooks.webhooks > 0)) continue
-          const extraS = hooks.cpuS - (twin.cpuS / twin.responses) * hooks.responses
+          const extraS = hooks.cpuS - (twin.cpuS / twin.requests) * hooks.requests
           ;(ratios.cpuUsPerEvent[scenario] ??= {})[`${a}/${b}`] = (extraS * 1e6) / hooks.webhooks
         }
         const text = [

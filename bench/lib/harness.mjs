@@ -861,6 +861,8 @@ export const runScenario = async (
       : {}),
     errors: result.errors,
     timeouts: result.timeouts,
+    // Every request written, answered or not: those still in flight when the window ends are answered after it.
+    requestsSent: results.reduce((a, r) => a + r.requests.sent, 0),
     // Connections the load generator had to open again because the server closed (or reset) one.
     reconnects,
     reconnectsPerResponse: total > 0 ? reconnects / total : NaN,
