@@ -1,13 +1,14 @@
 // Reference 2: Fastify + better-sqlite3, doing the service's work for the benchmarked endpoints
-// (bench/lib/reference.mjs), with Fastify's own routing, JSON body parser and body limit. Env: PORT,
-// DB_FILE, BASE_URL.
+// (bench/lib/reference.mjs), its confirmation mails included (bench/lib/outbox.mjs), with Fastify's own
+// routing, JSON body parser and body limit. Env: PORT, DB_FILE, BASE_URL, SMTP_URL (no mail without it).
 import Fastify from "fastify"
 import { acceptedBodies, announce, makeReference, MaxBodyBytes, mediaTypeOf } from "./lib/reference.mjs"
 
 const port = Number(process.env.PORT ?? 3002)
 const ref = await makeReference({
   filename: process.env.DB_FILE ?? "bench-ref-fastify.db",
-  baseUrl: process.env.BASE_URL ?? `http://localhost:${port}`
+  baseUrl: process.env.BASE_URL ?? `http://localhost:${port}`,
+  smtpUrl: process.env.SMTP_URL
 })
 
 const app = Fastify({
@@ -90,6 +91,6 @@ app.get("/healthz", (_request, reply) => {
 
 await app.listen({ port, host: "0.0.0.0" })
 announce(ref, port)
-const stop = () => app.close().then(() => (ref.close(), process.exit(0)))
+const stop = () => app.close().then(() => ref.close()).then(() => process.exit(0))
 process.on("SIGTERM", stop)
 process.on("SIGINT", stop)

@@ -1,5 +1,6 @@
 // Reference 1: plain node:http + better-sqlite3, doing the service's work for the benchmarked endpoints
-// (bench/lib/reference.mjs). Env: PORT, DB_FILE, BASE_URL.
+// (bench/lib/reference.mjs), its confirmation mails included (bench/lib/outbox.mjs). Env: PORT, DB_FILE,
+// BASE_URL, SMTP_URL (no mail without it).
 // With --postgres it is ref-pg: the same server and code on PostgreSQL through pg (env DATABASE_URL).
 import { createServer } from "node:http"
 import { acceptedBodies, announce, makeReference, MaxBodyBytes, mediaTypeOf, when } from "./lib/reference.mjs"
@@ -11,7 +12,8 @@ if (postgres && !/^postgres(ql)?:/.test(process.env.DATABASE_URL ?? "")) {
 }
 const ref = await makeReference({
   ...(postgres ? { databaseUrl: process.env.DATABASE_URL } : { filename: process.env.DB_FILE ?? "bench-ref-node.db" }),
-  baseUrl: process.env.BASE_URL ?? `http://localhost:${port}`
+  baseUrl: process.env.BASE_URL ?? `http://localhost:${port}`,
+  smtpUrl: process.env.SMTP_URL
 })
 
 // r: an answer, or (PostgreSQL) a Promise of one.

@@ -15,6 +15,8 @@
 //                           endpoint (e.g. --targets=service,service-hooks --scenarios=approved), or baseline:
 //                           the Node app of the checkout at BENCH_BASELINE, built there (a change against main;
 //                           baseline-hooks and, with --postgres, baseline-pg likewise)
+//   --pin                   every target on the first CPU, this process (the load generator) and the sinks on
+//                           the others (taskset), so a webhook receiver does not share the service's core
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import os from "node:os"
 import { join, relative } from "node:path"
@@ -28,6 +30,7 @@ import {
   killAllSync,
   machineInfo,
   median,
+  pinProcess,
   postgresAvailable,
   postgresPids,
   prepareTarget,
@@ -60,7 +63,8 @@ const known = [
   "connections",
   "warmup",
   "scenarios",
-  "targets"
+  "targets",
+  "pin"
 ]
 for (const a of argv) {
   if (!known.includes(a.replace(/^--/, "").split("=")[0])) {
@@ -82,7 +86,12 @@ const options = {
   deno: flag("deno"),
   postgres: flag("postgres") || flag("scaleout"),
   scaleout: flag("scaleout"),
-  targets: value("targets")?.split(",")
+  targets: value("targets")?.split(","),
+  pin: flag("pin")
+}
+if (options.pin && (os.availableParallelism?.() ?? os.cpus().length) < 2) {
+  console.error("--pin needs at least two CPUs")
+  process.exit(2)
 }
 for (const s of options.scenarios) {
   if (!scenarios[s]) {
@@ -131,6 +140,9 @@ const ratioPairs = [
   ["service-pg", "baseline-pg"]
 ].filter(([a, b]) => targetNames.includes(a) && targetNames.includes(b))
 const ratioNames = ratioPairs.map(([a, b]) => `${a}/${b}`)
+// A target with a webhook endpoint and its twin without one: the CPU per delivered event.
+const eventPairs = [["service-hooks", "service"], ["service-hooks-1t", "service-1t"], ["baseline-hooks", "baseline"]]
+  .filter(([a, b]) => targetNames.includes(a) && targetNames.includes(b))
 
 // ---- cleanup on every exit path
 
@@ -154,17 +166,18 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
 const MailCatchUpMaxS = 30
 const plannedS = options.rounds * targetNames.length * options.scenarios.length *
     (options.durationS + options.warmupS) +
-  (options.scenarios.includes("subscribe") ? options.rounds * targetNames.length * MailCatchUpMaxS : 0)
+  (options.scenarios.includes("subscribe") || targetNames.some((t) => targetDefinitions[t].webhooks)
+    ? options.rounds * targetNames.length * options.scenarios.length * MailCatchUpMaxS
+    : 0)
 const watchdog = setTimeout(() => {
   console.error(`\nwatchdog: the run took more than ${Math.round(2 * plannedS + 300)} s; stopping`)
   cleanup().finally(() => process.exit(124))
 }, (2 * plannedS + 300) * 1000)
 watchdog.unref()
 
-// Whether the confirmation mail kept up with a subscribe run: the share of the run's signups that the sink
-// received during it (mails of the warm-up's signups count too), then how many more arrived after it and how
-// long after its end the last one did (the count still for 1.5 s, or MailCatchUpMaxS).
-const mailCatchUp = async (sink, signups, mailsDuringRun) => {
+// What a sink received after a run: how many more arrived once the load stopped, and how long after its end
+// the last one did (the count still for 1.5 s, or MailCatchUpMaxS).
+const catchUp = async (sink) => {
   const end = Date.now()
   const atEnd = await sink.count()
   let last = atEnd
@@ -174,12 +187,14 @@ const mailCatchUp = async (sink, signups, mailsDuringRun) => {
     const count = await sink.count()
     if (count !== last) [last, lastAt] = [count, Date.now()]
   }
-  return {
-    mailsPerSignupDuringRun: signups > 0 ? mailsDuringRun / signups : NaN,
-    mailBacklogAfterRun: last - atEnd,
-    mailCatchUpS: (lastAt - end) / 1000
-  }
+  return { after: last - atEnd, seconds: (lastAt - end) / 1000 }
 }
+// CPU seconds (user + system, every thread) of a target's processes.
+const cpuOf = (target) => (target.pids ?? [target.pid]).reduce((a, pid) => a + procStats(pid).cpuS, 0)
+// PostgreSQL's processes' CPU seconds, by pid; and what they spent since (a backend that ended is missed).
+const databaseCpu = () => new Map(postgresPids().map((pid) => [pid, procStats(pid).cpuS]))
+const databaseCpuSince = (before) =>
+  [...databaseCpu()].reduce((a, [pid, cpu]) => a + (Number.isFinite(cpu) ? cpu - (before.get(pid) ?? 0) : 0), 0)
 
 // ---- formatting
 
@@ -207,6 +222,13 @@ const results = {
     "(the service's outbox worker keeps sending mail after subscribe, so it runs last).",
     "rps counts only responses with the expected status; latency percentiles cover every response.",
     "peakRssMb: VmHWM of the server process, reset at the start of each measured scenario (clear_refs).",
+    "Every target sends its confirmation mails (the references through bench/lib/outbox.mjs).",
+    "cpuUsPerSignupWithMail: the target's CPU (all threads, /proc/PID/stat) from the warm-up's start until its " +
+    "mail stopped arriving, per signup request written in the warm-up and the run (those in flight at their end are " +
+    "answered after it); databaseCpuUsPerSignupWithMail: PostgreSQL's in the same window.",
+    "cpuUsPerEvent (a target with a webhook endpoint against its twin without): the same window's CPU less what " +
+    "the twin spent per request, per webhook delivered in the window.",
+    ...(options.pin ? ["--pin: every target on CPU 0, the load generator and the sinks on the others (taskset)."] : []),
     `The Node app (service, service-pg) runs as npm start runs it: node ${
       [...nodeStartCommand().flags, relative(root, nodeStartCommand().entry)].join(" ")
     } (the esbuild bundle scripts/build.mjs makes at the start of the run).`,
@@ -262,6 +284,8 @@ const main = async () => {
   }
   // The Node app runs as `npm start` runs it: the bundle, built once here (not inside any start-up time).
   if (targetNames.some((t) => targetDefinitions[t].bundle)) buildApp()
+  // Before the sinks start, so that they inherit it.
+  if (options.pin) pinProcess(process.pid, `1-${m.cpuCount - 1}`)
   const sink = await startSmtpSink()
   const hookSink = targetNames.some((t) => targetDefinitions[t].webhooks) ? await startWebhookSink() : undefined
   try {
@@ -276,7 +300,13 @@ const main = async () => {
         let target
         const start = { round, target: name }
         try {
-          target = await startTarget(name, { dataDir, smtpPort: sink.port, databaseUrl, webhookPort: hookSink?.port })
+          target = await startTarget(name, {
+            dataDir,
+            smtpPort: sink.port,
+            databaseUrl,
+            webhookPort: hookSink?.port,
+            cpus: options.pin ? "0" : undefined
+          })
           start.startupMs = Math.round(performance.now() - startedAt)
           const commit = /synchronous_commit=(\w+)/.exec(target.output())?.[1]
           if (commit !== undefined) start.synchronousCommit = commit
@@ -289,6 +319,15 @@ const main = async () => {
           const usesPostgres = targetDefinitions[name].database === "postgres"
           for (const scenario of options.scenarios) {
             let quiet
+            // The window for the CPU per signup with its mail, and per delivered event: from the warm-up's start
+            // until the sinks stop receiving.
+            const windowStart = {
+              cpuS: cpuOf(target),
+              databaseCpu: usesPostgres ? databaseCpu() : undefined,
+              mails: await sink.count(),
+              hooks: await hookSink?.count()
+            }
+            let warmedUp = 0
             if (options.warmupS > 0) {
               const warm = await runScenario(target, scenario, ctx, {
                 duration: options.warmupS,
@@ -296,6 +335,7 @@ const main = async () => {
                 measure: false,
                 otherPids: [sink.pid]
               })
+              warmedUp = warm.requestsSent
               // A busy machine (someone else's processes) during the warm-up: wait a little for it to calm.
               if (warm.foreignCpuPercent > 25 && quietBudgetMs > 0) {
                 quiet = await waitForQuiet({
@@ -314,14 +354,35 @@ const main = async () => {
             })
             run.round = round
             if (quiet !== undefined) run.waitedForQuietMachine = quiet
-            if (targetDefinitions[name].app) {
-              run.mailsDeliveredDuringRun = (await sink.count()) - mailsBefore
-              if (scenario === "subscribe") {
-                Object.assign(run, await mailCatchUp(sink, run.expectedResponses, run.mailsDeliveredDuringRun))
-              }
-            }
+            run.mailsDeliveredDuringRun = (await sink.count()) - mailsBefore
             if (targetDefinitions[name].webhooks) {
               run.webhooksDeliveredDuringRun = (await hookSink.count()) - hooksBefore
+            }
+            if (scenario === "subscribe") {
+              const mail = await catchUp(sink)
+              Object.assign(run, {
+                mailsPerSignupDuringRun: run.mailsDeliveredDuringRun / run.expectedResponses,
+                mailBacklogAfterRun: mail.after,
+                mailCatchUpS: mail.seconds
+              })
+            }
+            if (targetDefinitions[name].webhooks) {
+              const hooks = await catchUp(hookSink)
+              Object.assign(run, { webhookBacklogAfterRun: hooks.after, webhookCatchUpS: hooks.seconds })
+            }
+            const requests = warmedUp + run.requestsSent
+            run.window = {
+              cpuS: cpuOf(target) - windowStart.cpuS,
+              requests,
+              mails: (await sink.count()) - windowStart.mails,
+              ...(usesPostgres ? { databaseCpuS: databaseCpuSince(windowStart.databaseCpu) } : {}),
+              ...(hookSink !== undefined ? { webhooks: (await hookSink.count()) - windowStart.hooks } : {})
+            }
+            // Per request written: one still in flight when the warm-up or the run ended was answered after it,
+            // and its signup mailed.
+            if (scenario === "subscribe") {
+              run.cpuUsPerSignupWithMail = (run.window.cpuS * 1e6) / requests
+              if (usesPostgres) run.databaseCpuUsPerSignupWithMail = (run.window.databaseCpuS * 1e6) / requests
             }
             results.runs.push(run)
             ;(roundRuns[scenario] ??= {})[name] = run
@@ -342,16 +403,24 @@ const main = async () => {
                 run.databaseCpuUsPerRequest !== undefined
                   ? `, postgres ${fmtInt(run.databaseCpuUsPerRequest)} us/req ${fmtInt(run.databaseCpuPercent)}%`
                   : ""
-              })${run.mailsDeliveredDuringRun !== undefined ? `  mails ${run.mailsDeliveredDuringRun}` : ""}${
+              })${
                 run.mailsPerSignupDuringRun !== undefined
-                  ? ` (${run.mailsPerSignupDuringRun.toFixed(2)} of the signups; the rest ${
+                  ? `  mails ${run.mailsDeliveredDuringRun} (${
+                    run.mailsPerSignupDuringRun.toFixed(2)
+                  } of the signups; the rest ${
                     run.mailBacklogAfterRun === 0
                       ? "none"
                       : `${run.mailBacklogAfterRun} in ${run.mailCatchUpS.toFixed(1)} s`
-                  })`
+                  }); CPU ${fmtInt(run.cpuUsPerSignupWithMail)} us per signup with its mail`
                   : ""
               }${
-                run.webhooksDeliveredDuringRun !== undefined ? `  webhooks ${run.webhooksDeliveredDuringRun}` : ""
+                run.webhooksDeliveredDuringRun !== undefined
+                  ? `  webhooks ${run.webhooksDeliveredDuringRun} (the rest ${
+                    run.webhookBacklogAfterRun === 0
+                      ? "none"
+                      : `${run.webhookBacklogAfterRun} in ${run.webhookCatchUpS.toFixed(1)} s`
+                  })`
+                  : ""
               }${odd}`
             )
           }
@@ -370,14 +439,26 @@ const main = async () => {
           dataDirs.delete(dataDir)
         }
       }
-      // Ratios within this round: each app against each reference, per scenario.
-      const ratios = { round, rps: {} }
+      // Ratios within this round: each app against each reference, per scenario; and the CPU per delivered
+      // event of a target with a webhook endpoint, against its twin without one.
+      const ratios = { round, rps: {}, cpuUsPerEvent: {} }
       for (const scenario of options.scenarios) {
         const rs = roundRuns[scenario] ?? {}
         for (const [a, b] of ratioPairs) {
           if (rs[a] && rs[b]) (ratios.rps[scenario] ??= {})[`${a}/${b}`] = rs[a].rps / rs[b].rps
         }
-        const text = Object.entries(ratios.rps[scenario] ?? {}).map(([k, v]) => `${k} ${fmtRatio(v)}`).join(", ")
+        for (const [a, b] of eventPairs) {
+          const [hooks, twin] = [rs[a]?.window, rs[b]?.window]
+          if (hooks === undefined || twin === undefined || !(hooks.webhooks > 0)) continue
+          const extraS = hooks.cpuS - (twin.cpuS / twin.requests) * hooks.requests
+          ;(ratios.cpuUsPerEvent[scenario] ??= {})[`${a}/${b}`] = (extraS * 1e6) / hooks.webhooks
+        }
+        const text = [
+          ...Object.entries(ratios.rps[scenario] ?? {}).map(([k, v]) => `${k} ${fmtRatio(v)}`),
+          ...Object.entries(ratios.cpuUsPerEvent[scenario] ?? {}).map(([k, v]) =>
+            `${k} CPU per delivered event ${fmtInt(v)} us`
+          )
+        ].join(", ")
         console.log(`  round ${round} ${scenario}: ${text}`)
       }
       results.ratiosByRound.push(ratios)
@@ -417,12 +498,26 @@ const summarise = () => {
         loadGeneratorCpuPercent: stat((r) => r.loadGeneratorCpuPercent),
         reconnectsPerResponse: stat((r) => Math.max(0, r.reconnectsPerResponse)),
         foreignCpuPercent: stat((r) => r.foreignCpuPercent),
-        unexpectedResponses: runs.reduce((a, r) => a + r.unexpectedResponses, 0)
+        unexpectedResponses: runs.reduce((a, r) => a + r.unexpectedResponses, 0),
+        ...(scenario === "subscribe"
+          ? {
+            cpuUsPerSignupWithMail: stat((r) => r.cpuUsPerSignupWithMail),
+            databaseCpuUsPerSignupWithMail: stat((r) => r.databaseCpuUsPerSignupWithMail ?? NaN),
+            mailsPerSignupDuringRun: stat((r) => r.mailsPerSignupDuringRun),
+            mailCatchUpS: stat((r) => r.mailCatchUpS)
+          }
+          : {})
       }
     }
-    for (const pair of ratioNames) {
-      const xs = results.ratiosByRound.map((r) => r.rps[scenario]?.[pair]).filter(Number.isFinite)
-      s.ratios[pair] = { median: median(xs), min: Math.min(...xs), max: Math.max(...xs), values: xs }
+    const overRounds = (key, pair) => {
+      const xs = results.ratiosByRound.map((r) => r[key][scenario]?.[pair]).filter(Number.isFinite)
+      return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs), values: xs }
+    }
+    for (const pair of ratioNames) s.ratios[pair] = overRounds("rps", pair)
+    if (eventPairs.length > 0) {
+      s.cpuUsPerEvent = Object.fromEntries(
+        eventPairs.map(([a, b]) => [`${a}/${b}`, overRounds("cpuUsPerEvent", `${a}/${b}`)])
+      )
     }
     results.summary[scenario] = s
   }
@@ -459,6 +554,24 @@ const printTable = () => {
     }
     for (const [pair, r] of Object.entries(s.ratios)) {
       out.push(line([`req/s ratio ${pair}`, spread(r.values, fmtRatio)], widths))
+    }
+    for (const [pair, r] of Object.entries(s.cpuUsPerEvent ?? {})) {
+      if (r.values.length > 0) out.push(`CPU per delivered event ${pair}: ${spread(r.values, fmtInt)} us (all threads)`)
+    }
+    if (scenario === "subscribe") {
+      out.push("with its mail: CPU per signup (all threads, until the mail stopped), mails during the run per signup")
+      for (const name of targetNames) {
+        const t = s.targets[name]
+        out.push(
+          `  ${label(name).padEnd(widths[0] - 2)}  ${spread(t.cpuUsPerSignupWithMail.values, fmtInt)} us${
+            t.databaseCpuUsPerSignupWithMail.values.some(Number.isFinite)
+              ? ` (+ postgres ${spread(t.databaseCpuUsPerSignupWithMail.values, fmtInt)} us)`
+              : ""
+          }  ${spread(t.mailsPerSignupDuringRun.values, fmtRatio)} (the rest within ${
+            spread(t.mailCatchUpS.values, (x) => x.toFixed(1))
+          } s)`
+        )
+      }
     }
     const busy = Object.entries(s.targets).filter(([, t]) => t.foreignCpuPercent.max > 10)
     for (const [name, t] of busy) {

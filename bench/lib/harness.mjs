@@ -106,6 +106,9 @@ export const postgresAvailable = () => withPg(pgAdminUrl, (c) => c.query("SELECT
 
 // ---- small helpers
 
+// Pins a running process and all its threads (and what it starts later) to a taskset CPU list.
+export const pinProcess = (pid, cpus) => execFileSync("taskset", ["-a", "-p", "-c", cpus, String(pid)])
+
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
 export const freePort = () =>
@@ -474,15 +477,17 @@ export const startTarget = async (name, options) => {
   }
 }
 
+// `cpus` (a taskset list, "0"): the target and every thread it starts run only there.
 const startInstance = async (
   name,
-  { dataDir, smtpPort, databaseUrl, extraNodeArgs = [], env = {}, apiKey: knownKey, webhookPort }
+  { dataDir, smtpPort, databaseUrl, extraNodeArgs = [], env = {}, apiKey: knownKey, webhookPort, cpus }
 ) => {
   const def = targetDefinitions[name]
   if (def.bundle) buildApp()
   const port = await freePort()
   const baseUrl = `http://127.0.0.1:${port}`
-  const [command, ...args] = def.command(extraNodeArgs)
+  // taskset execs the command, so the child's pid is the target's.
+  const [command, ...args] = [...(cpus === undefined ? [] : ["taskset", "-c", cpus]), ...def.command(extraNodeArgs)]
   const childEnv = {
     ...process.env,
     PORT: String(port),
@@ -856,6 +861,8 @@ export const runScenario = async (
       : {}),
     errors: result.errors,
     timeouts: result.timeouts,
+    // Every request written, answered or not: those still in flight when the window ends are answered after it.
+    requestsSent: results.reduce((a, r) => a + r.requests.sent, 0),
     // Connections the load generator had to open again because the server closed (or reset) one.
     reconnects,
     reconnectsPerResponse: total > 0 ? reconnects / total : NaN,
@@ -902,7 +909,10 @@ export const storedCounts = async (target) => {
     transfers_declined: "SELECT count(*) AS n FROM transfers WHERE status = 'declined'",
     transfers_pending: "SELECT count(*) AS n FROM transfers WHERE status = 'pending'",
     idempotency_keys: "SELECT count(*) AS n FROM idempotency_keys",
-    idempotency_keys_open: "SELECT count(*) AS n FROM idempotency_keys WHERE response_status IS NULL"
+    // The service keeps which answer a key got (answer), the references the answer itself (response_status).
+    idempotency_keys_open: `SELECT count(*) AS n FROM idempotency_keys WHERE ${
+      target.def.app ? "answer" : "response_status"
+    } IS NULL`
   }
   if (/^postgres/.test(target.databaseUrl) && target.def.database === "postgres") {
     return withPg(target.databaseUrl, async (c) => {

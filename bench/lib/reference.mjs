@@ -10,6 +10,7 @@
 import Database from "better-sqlite3"
 import { createHash, createHmac, randomBytes, randomUUID } from "node:crypto"
 import { readFileSync } from "node:fs"
+import { outboxStatements, startOutbox } from "./outbox.mjs"
 
 export const MaxBodyBytes = 64 * 1024
 
@@ -376,7 +377,9 @@ const subscriptionColumns = "id, name, email, feed, status, created_at, updated_
 
 // The statements the service runs for the benchmarked requests (adapters/sql/SqlSubscriptionStore.ts,
 // adapters/sql/SqlTransferStore.ts), `?` placeholders (numbered $1... for PostgreSQL).
-const statements = ({ forUpdate }) => ({
+const statements = ({ forUpdate }, driver) => ({
+  ...outboxStatements[driver],
+  ...outboxStatements.both,
   findFeed: "SELECT name, title, created_at, updated_at FROM feeds WHERE name = ? AND deleted_at IS NULL",
   insertSubscription: `INSERT INTO subscriptions (email, email_key, name, feed, status, created_at,
     updated_at) VALUES (?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (email_key, feed) DO NOTHING
@@ -437,7 +440,7 @@ const sqliteDriver = (filename) => {
   db.pragma("busy_timeout = 5000")
   db.exec(schema(dialects.sqlite.types))
   const prepared = Object.fromEntries(
-    Object.entries(statements(dialects.sqlite)).map(([name, text]) => [name, db.prepare(text)])
+    Object.entries(statements(dialects.sqlite, "sqlite")).map(([name, text]) => [name, db.prepare(text)])
   )
   const q = (name, params) => {
     const st = prepared[name]
@@ -474,7 +477,7 @@ const pgDriver = async (databaseUrl) => {
   console.log(`ref-pg: synchronous_commit=${setting?.synchronous_commit}`)
   await pool.query(schema(dialects.pg.types))
   const prepared = Object.fromEntries(
-    Object.entries(statements(dialects.pg)).map(([name, text]) => {
+    Object.entries(statements(dialects.pg, "pg")).map(([name, text]) => {
       let n = 0
       return [name, text.replace(/\?/g, () => `$${++n}`)]
     })
@@ -590,8 +593,9 @@ function* beginIdempotentSteps(q, time, clientId, key, hash, now) {
 }
 
 // The work behind both references' routes. `filename` (better-sqlite3) or `databaseUrl` (pg); a Promise of
-// the reference. Its functions answer now (SQLite) or with a Promise (pg): see when().
-export const makeReference = async ({ filename, databaseUrl, baseUrl }) => {
+// the reference. Its functions answer now (SQLite) or with a Promise (pg): see when(). With `smtpUrl`, the
+// confirmation mails are sent (bench/lib/outbox.mjs).
+export const makeReference = async ({ filename, databaseUrl, baseUrl, smtpUrl }) => {
   const db = databaseUrl !== undefined ? await pgDriver(databaseUrl) : sqliteDriver(filename)
   const { q, tx, time } = db
   const started = Date.now()
@@ -610,6 +614,7 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl }) => {
   ])
   const fingerprintKey = randomBytes(32).toString("base64url")
   const fingerprint = (s) => `fp_${createHmac("sha256", fingerprintKey).update(s).digest("base64url").slice(0, 32)}`
+  const outbox = smtpUrl === undefined ? undefined : startOutbox({ db, smtpUrl, baseUrl })
 
   const jsonHeaders = (requestId, headers) => ({
     "content-type": "application/json",
@@ -660,11 +665,12 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl }) => {
   function* subscribeRequest(body, requestId) {
     const request = validateSubscribe(body)
     if ((yield q("findFeed", [request.feed])).length === 0) {
-      return error("resource_missing", `No feed is named "${request.feed}".`, requestId, { param: "feed" })
+      return error("resource_missing", "No feed has this name.", requestId, { param: "feed" })
     }
     const id = request.website ?
       1 + Math.floor(Math.random() * (2 ** 31 - 1)) :
       Number((yield tx(subscribeSteps, time, request.email, request.name, request.feed, Date.now())).id)
+    if (!request.website) outbox?.wake()
     return json(200, {
       message:
         `Your subscription is pending: a confirmation e-mail has been sent to ${request.email}. Follow the link in it to confirm.`,
@@ -841,7 +847,7 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl }) => {
   // apps/http/Caching.ts: a strong ETag from the body's bytes, 304 when If-None-Match matches.
   function* getRequest(client, id, ifNoneMatch, requestId) {
     const [row] = transferIdPattern.test(id) ? yield q("get", [client.id, id]) : []
-    if (row === undefined) return error("resource_missing", `No transfer has id ${id}.`, requestId, { param: "id" })
+    if (row === undefined) return error("resource_missing", "No transfer has this id.", requestId, { param: "id" })
     const body = JSON.stringify({ payment_transfer: renderRow(row) })
     const etag = `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`
     const headers = {
@@ -868,7 +874,10 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl }) => {
     authenticate,
     createTransfer,
     getTransfer,
-    close: () => db.close()
+    close: async () => {
+      await outbox?.stop()
+      await db.close()
+    }
   }
 }
 
@@ -879,4 +888,4 @@ export const announce = (ref, port) => {
 }
 
 export const mediaTypeOf = (contentType) => (contentType ?? "").split(";")[0].trim().toLowerCase()
-export const acceptedBodies = ["application/json", "application/x-www-form-urlencoded"]
+export const acceptedBodies = ["application/x-www-form-urlencoded", "application/json"]
