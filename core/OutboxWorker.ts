@@ -4,6 +4,7 @@ import { confirmationMail } from "./ConfirmationMail.ts"
 import { afterFailure, attemptsAllowed } from "./DestinationBackoff.ts"
 import { Mailer } from "./Mailer.ts"
 import { SiteSettings } from "./SiteSettings.ts"
+import { makeStorageBackoff } from "./StorageBackoff.ts"
 import { type OutboxEntry, SubscriptionStore } from "./SubscriptionStore.ts"
 import { ConfirmTokenTtl } from "./Token.ts"
 import { Tokens } from "./Tokens.ts"
@@ -148,20 +149,25 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
     // marking (three commits a batch, each waiting for a group commit under load). Only the first probes a
     // failing server; the others resume with the next poll once it answers.
     const base = Math.floor(concurrency / loops)
-    const loop = (probes: boolean) =>
-      Effect.iterate(base, {
+    // A pass that fails (the database does) waits with the database's backoff (core/StorageBackoff.ts).
+    const loop = (probes: boolean) => {
+      const backoff = makeStorageBackoff("outbox")
+      return Effect.iterate(base, {
         while: () => true,
         body: (size) =>
-          pass(size, probes).pipe(
-            Effect.flatMap((taken) =>
-              Effect.flatMap(Ref.get(destination), (state) =>
-                taken > 0 && state.failingSince === undefined
-                  ? Effect.succeed(nextBatch(base, size, taken))
-                  : Effect.as(waitForWork, base))
+          backoff.guard(
+            pass(size, probes).pipe(
+              Effect.flatMap((taken) =>
+                Effect.flatMap(Ref.get(destination), (state) =>
+                  taken > 0 && state.failingSince === undefined
+                    ? Effect.succeed(nextBatch(base, size, taken))
+                    : Effect.as(waitForWork, base))
+              )
             ),
-            Effect.catchAllCause((cause) => Effect.as(Effect.logError("outbox pass failed", cause), base))
+            base
           )
       }).pipe(Effect.asVoid)
+    }
     const run = Effect.asVoid(
       Effect.all(Array.from({ length: loops }, (_, i) => loop(i === 0)), { concurrency: "unbounded" })
     )
