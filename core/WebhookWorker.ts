@@ -64,6 +64,9 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
             timestamp: Math.floor(DateTime.toEpochMillis(now) / 1000),
             body: delivery.body
           })).pipe(
+            // Marked delivered as soon as the receiver accepted it (the SQLite group commit joins these small
+            // transactions), so a crash re-sends only the attempts in flight.
+            Effect.zipRight(Effect.flatMap(DateTime.now, (at) => store.delivered([delivery.id], at))),
             Effect.as<Result>("sent"),
             Effect.tap(() => void lane.successes++),
             Effect.catchAll((e) =>
@@ -100,7 +103,6 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
         })
         const done = yield* DateTime.now
         if (results.includes("sent") && failingSince !== undefined) yield* store.endpointRecovered(endpoint)
-        yield* store.delivered(due.filter((_, i) => results[i] === "sent").map((d) => d.id), done)
         // A failed delivery is due when its endpoint is tried again: the backlog moves with the endpoint.
         const nextAttempt = failureOf(lane)?.retryAt ?? done
         yield* Effect.forEach(results, (r, i) => {
