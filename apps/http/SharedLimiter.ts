@@ -24,6 +24,16 @@ interface Lease {
   readonly until: number
 }
 
+// An error and its causes' messages, on one line.
+const messages = (e: unknown): string => {
+  const all: Array<string> = []
+  for (let at = e as { message?: unknown; cause?: unknown } | undefined; at != null && all.length < 4;) {
+    if (typeof at.message === "string" && at.message !== "") all.push(at.message)
+    at = at.cause as typeof at
+  }
+  return all.join(": ")
+}
+
 export const leaseSize = (limit: number) => Math.max(1, Math.floor(limit / 20))
 
 export const sharedLimiterLayer = (limits: { readonly [K in keyof Limiters]: RateLimit }) =>
@@ -55,7 +65,9 @@ export const sharedLimiterLayer = (limits: { readonly [K in keyof Limiters]: Rat
           if (failing) return Effect.succeed(0)
           failing = true
           return Effect.as(
-            Effect.logWarning("the shared rate limit store failed; requests go ahead until it is back", e),
+            Effect.logWarning("the shared rate limit store failed; requests go ahead until it is back", {
+              error: messages(e)
+            }),
             0
           )
         })
