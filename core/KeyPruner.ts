@@ -1,5 +1,6 @@
 import { DateTime, Duration, Effect, Schedule } from "effect"
 import { IdempotencyKeyTtl } from "./Idempotency.ts"
+import { makeStorageBackoff } from "./StorageBackoff.ts"
 import { TransferStore } from "./TransferStore.ts"
 
 // Deletes idempotency keys older than IdempotencyKeyTtl, a batch per transaction, so that no lock is held long
@@ -24,11 +25,18 @@ export class KeyPruner extends Effect.Service<KeyPruner>()("KeyPruner", {
       }
     })
 
-    const run = pruneExpired.pipe(
-      Effect.tap((deleted) =>
-        deleted > 0 ? Effect.logInfo("expired idempotency keys pruned", { deleted }) : Effect.void
+    // A pass that fails (the database does) is tried again with the database's backoff until it succeeds.
+    const backoff = makeStorageBackoff("key pruner")
+    const run = backoff.guard(
+      pruneExpired.pipe(
+        Effect.tap((deleted) =>
+          deleted > 0 ? Effect.logInfo("expired idempotency keys pruned", { deleted }) : Effect.void
+        ),
+        Effect.as(true)
       ),
-      Effect.catchAllCause((cause) => Effect.logError("pruning idempotency keys failed", cause)),
+      false
+    ).pipe(
+      Effect.repeat({ until: (done) => done }),
       Effect.repeat(Schedule.spaced(PruneInterval)),
       Effect.asVoid
     )

@@ -4,6 +4,7 @@ import { confirmationMail } from "./ConfirmationMail.ts"
 import { afterFailure, attemptsAllowed } from "./DestinationBackoff.ts"
 import { Mailer } from "./Mailer.ts"
 import { SiteSettings } from "./SiteSettings.ts"
+import { makeStorageBackoff } from "./StorageBackoff.ts"
 import { type OutboxEntry, SubscriptionStore } from "./SubscriptionStore.ts"
 import { ConfirmTokenTtl } from "./Token.ts"
 import { Tokens } from "./Tokens.ts"
@@ -83,8 +84,12 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
             Option.match(feed, { onNone: () => subscription.value.feed, onSome: (f) => f.title })
           )
         }
+        // Each row is marked sent as soon as its mail is accepted (the SQLite group commit joins these small
+        // transactions), so a crash re-sends only the mails in flight, not the batch's sent ones.
+        const markSent = (i: number) =>
+          Effect.flatMap(DateTime.now, (at) => store.markSentAll([due[i]!.id], at)).pipe(Effect.as("sent" as const))
         return yield* Effect.forEach(prepared, (subscription, i): Effect.Effect<Outcome> => {
-          if (Option.isNone(subscription)) return Effect.succeed("sent")
+          if (Option.isNone(subscription)) return markSent(i)
           const mail = confirmationMail({
             baseUrl: site.baseUrl,
             subscription: subscription.value,
@@ -93,8 +98,10 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
             unsubscribeToken: issued[i]!.unsubscribe
           })
           return mailer.send(mail).pipe(
-            Effect.as("sent" as const),
-            Effect.catchAll((e) => Effect.succeed({ reason: e.reason, permanent: e.permanent }))
+            Effect.matchEffect({
+              onSuccess: () => markSent(i),
+              onFailure: (e) => Effect.succeed({ reason: e.reason, permanent: e.permanent })
+            })
           )
         }, { concurrency })
       })
@@ -116,8 +123,7 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
           ? afterFailure(state.failingSince, done, yield* Random.next)
           : undefined
         yield* Ref.set(destination, failure ?? {})
-        // The sent rows in one transaction; each failed one in its own (rare: the server is mostly up or down).
-        yield* store.markSentAll(due.filter((_, i) => outcomes[i] === "sent").map((entry) => entry.id), done)
+        // Each failed row in its own transaction (rare: the server is mostly up or down); the sent ones are marked.
         yield* Effect.forEach(due, (entry, i) => {
           const outcome = outcomes[i]!
           if (outcome === "sent") return Effect.void
@@ -148,20 +154,25 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
     // marking (three commits a batch, each waiting for a group commit under load). Only the first probes a
     // failing server; the others resume with the next poll once it answers.
     const base = Math.floor(concurrency / loops)
-    const loop = (probes: boolean) =>
-      Effect.iterate(base, {
+    // A pass that fails (the database does) waits with the database's backoff (core/StorageBackoff.ts).
+    const loop = (probes: boolean) => {
+      const backoff = makeStorageBackoff("outbox")
+      return Effect.iterate(base, {
         while: () => true,
         body: (size) =>
-          pass(size, probes).pipe(
-            Effect.flatMap((taken) =>
-              Effect.flatMap(Ref.get(destination), (state) =>
-                taken > 0 && state.failingSince === undefined
-                  ? Effect.succeed(nextBatch(base, size, taken))
-                  : Effect.as(waitForWork, base))
+          backoff.guard(
+            pass(size, probes).pipe(
+              Effect.flatMap((taken) =>
+                Effect.flatMap(Ref.get(destination), (state) =>
+                  taken > 0 && state.failingSince === undefined
+                    ? Effect.succeed(nextBatch(base, size, taken))
+                    : Effect.as(waitForWork, base))
+              )
             ),
-            Effect.catchAllCause((cause) => Effect.as(Effect.logError("outbox pass failed", cause), base))
+            base
           )
       }).pipe(Effect.asVoid)
+    }
     const run = Effect.asVoid(
       Effect.all(Array.from({ length: loops }, (_, i) => loop(i === 0)), { concurrency: "unbounded" })
     )

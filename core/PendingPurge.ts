@@ -1,4 +1,5 @@
 import { Context, DateTime, Duration, Effect, Schedule } from "effect"
+import { makeStorageBackoff } from "./StorageBackoff.ts"
 import { SubscriptionStore } from "./SubscriptionStore.ts"
 
 // How long a signup may stay unconfirmed, and how often the job looks for expired ones.
@@ -30,10 +31,15 @@ export class PendingPurge extends Effect.Service<PendingPurge>()("PendingPurge",
       }
     })
 
-    const pass = purgeExpired.pipe(
-      Effect.tap((n) => n > 0 ? Effect.logInfo("expired pending signups purged", { count: n }) : Effect.void),
-      Effect.catchAllCause((cause) => Effect.logError("pending purge failed", cause))
-    )
+    // A pass that fails (the database does) is tried again with the database's backoff until it succeeds.
+    const backoff = makeStorageBackoff("pending purge")
+    const pass = backoff.guard(
+      purgeExpired.pipe(
+        Effect.tap((n) => n > 0 ? Effect.logInfo("expired pending signups purged", { count: n }) : Effect.void),
+        Effect.as(true)
+      ),
+      false
+    ).pipe(Effect.repeat({ until: (done) => done }))
 
     // A pass at start, then one per interval.
     const run = Effect.asVoid(Effect.repeat(pass, Schedule.spaced(settings.interval)))

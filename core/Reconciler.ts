@@ -2,6 +2,7 @@ import { DateTime, Duration, Effect, Either, Random, Schedule } from "effect"
 import { retryDelay } from "./Backoff.ts"
 import { CardNetwork } from "./CardNetwork.ts"
 import { ReconcileSettings } from "./ReconcileSettings.ts"
+import { makeStorageBackoff } from "./StorageBackoff.ts"
 import { outcomeUnknown, reconciled } from "./Transfer.ts"
 import { TransferStore, type Unsettled } from "./TransferStore.ts"
 
@@ -51,12 +52,13 @@ export class Reconciler extends Effect.Service<Reconciler>()("Reconciler", {
       return due.length
     })
 
-    const run = reconcileDue.pipe(
-      Effect.flatMap((taken) => taken === BatchSize ? Effect.void : Effect.sleep(settings.pollInterval)),
-      Effect.catchAllCause((cause) => Effect.logError("reconciliation pass failed", cause)),
-      Effect.repeat(Schedule.forever),
-      Effect.asVoid
-    )
+    const backoff = makeStorageBackoff("reconciler")
+    const run = backoff.guard(
+      reconcileDue.pipe(
+        Effect.flatMap((taken) => taken === BatchSize ? Effect.void : Effect.sleep(settings.pollInterval))
+      ),
+      undefined
+    ).pipe(Effect.repeat(Schedule.forever), Effect.asVoid)
 
     return { reconcileDue, run } as const
   })

@@ -1,5 +1,6 @@
 import { DateTime, Duration, Effect, FiberSet, Option, Queue, Random, Schedule } from "effect"
-import { afterFailure, attemptsAllowed } from "./DestinationBackoff.ts"
+import { afterFailure, attemptsAllowed, type DestinationFailure } from "./DestinationBackoff.ts"
+import { makeStorageBackoff } from "./StorageBackoff.ts"
 import { type Delivery, type EndpointId, WebhookSender, WebhookStore } from "./Webhooks.ts"
 
 // Deliveries are leased like the mail outbox's rows: a process that dies while sending leaves them due again
@@ -23,24 +24,70 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
     const wakeUps = yield* Queue.sliding<void>(1)
     const running = new Set<EndpointId>()
 
-    const attempt = (url: string, secret: string, delivery: Delivery) =>
-      Effect.flatMap(DateTime.now, (now) =>
-        sender.send({
-          url,
-          secret,
-          id: delivery.eventId,
-          timestamp: Math.floor(DateTime.toEpochMillis(now) / 1000),
-          body: delivery.body
-        })).pipe(Effect.either)
+    // A lane's passes share its endpoint's PerEndpoint slots, so that at most that many attempts are in flight
+    // however many passes run. An attempt that fails while none of the lane's attempts succeeded marks the
+    // endpoint failing at once (a hung endpoint within one attempt's time-out, not after the batch); the lane's
+    // attempts not started yet are then not started, and wait for the endpoint's probe with the failed ones.
+    interface Lane {
+      readonly slots: Effect.Semaphore
+      successes: number
+      failure?: DestinationFailure
+    }
+    // Read through a function: the field changes while a pass waits, which narrowing cannot know.
+    const failureOf = (lane: Lane): DestinationFailure | undefined => lane.failure
+    const newLane = Effect.map(Effect.makeSemaphore(PerEndpoint), (slots): Lane => ({ slots, successes: 0 }))
+    type Result = "sent" | "skipped" | { readonly reason: string }
+
+    const markFailing = (lane: Lane, endpoint: EndpointId, failingSince: DateTime.Utc | undefined, reason: string) =>
+      Effect.gen(function*() {
+        if (lane.failure !== undefined) return
+        const failure = afterFailure(failingSince, yield* DateTime.now, yield* Random.next)
+        lane.failure = failure
+        yield* store.endpointFailing(endpoint, { ...failure, reason }, failure.giveUp)
+        yield* Effect.logWarning("webhook endpoint failing", { endpoint, reason, disabled: failure.giveUp })
+      })
+
+    const attempt = (
+      lane: Lane,
+      endpoint: EndpointId,
+      target: { readonly url: string; readonly secret: string; readonly failingSince: DateTime.Utc | undefined },
+      delivery: Delivery
+    ): Effect.Effect<Result> =>
+      lane.slots.withPermits(1)(Effect.suspend(() => {
+        if (lane.failure !== undefined) return Effect.succeed("skipped" as const)
+        const successesBefore = lane.successes
+        return Effect.flatMap(DateTime.now, (now) =>
+          sender.send({
+            url: target.url,
+            secret: target.secret,
+            id: delivery.eventId,
+            timestamp: Math.floor(DateTime.toEpochMillis(now) / 1000),
+            body: delivery.body
+          })).pipe(
+            // Marked delivered as soon as the receiver accepted it (the SQLite group commit joins these small
+            // transactions), so a crash re-sends only the attempts in flight.
+            Effect.zipRight(Effect.flatMap(DateTime.now, (at) => store.delivered([delivery.id], at))),
+            Effect.as<Result>("sent"),
+            Effect.tap(() => void lane.successes++),
+            Effect.catchAll((e) =>
+              Effect.as(
+                lane.successes === successesBefore
+                  ? markFailing(lane, endpoint, target.failingSince, e.reason)
+                  : Effect.void,
+                { reason: e.reason }
+              )
+            )
+          )
+      }))
 
     // One pass of an endpoint's lane: false when it has nothing (more) to do now. Only a pass that `probes` tries
     // a failing endpoint, so that it gets one attempt at a time.
-    const pass = (endpoint: EndpointId, probes: boolean) =>
+    const pass = (lane: Lane, endpoint: EndpointId, probes: boolean) =>
       Effect.gen(function*() {
         const now = yield* DateTime.now
         const target = yield* store.target(endpoint)
-        if (Option.isNone(target) || target.value.disabled) return false
-        const { failingSince, retryAt, secret, url } = target.value
+        if (Option.isNone(target) || target.value.disabled || lane.failure !== undefined) return false
+        const { failingSince, retryAt } = target.value
         if (retryAt !== undefined && DateTime.lessThan(now, retryAt)) return false
         const failing = failingSince !== undefined
         if (failing && !probes) return false
@@ -51,40 +98,33 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
           attemptsAllowed(failing, Batch)
         )
         if (due.length === 0) return false
-        const results = yield* Effect.forEach(due, (d) => attempt(url, secret, d), {
+        const results = yield* Effect.forEach(due, (d) => attempt(lane, endpoint, target.value, d), {
           concurrency: attemptsAllowed(failing, PerEndpoint)
         })
         const done = yield* DateTime.now
-        const failures = results.flatMap((r) => (r._tag === "Left" ? [r.left.reason] : []))
-        if (failures.length < results.length && failingSince !== undefined) yield* store.endpointRecovered(endpoint)
-        const failure = failures.length === results.length
-          ? afterFailure(failingSince, done, yield* Random.next)
-          : undefined
-        yield* store.delivered(due.filter((_, i) => results[i]!._tag === "Right").map((d) => d.id), done)
+        if (results.includes("sent") && failingSince !== undefined) yield* store.endpointRecovered(endpoint)
         // A failed delivery is due when its endpoint is tried again: the backlog moves with the endpoint.
-        yield* Effect.forEach(results, (r, i) =>
-          r._tag === "Left" ? store.failed(due[i]!.id, failure?.retryAt ?? done, r.left.reason) : Effect.void, {
-          discard: true
-        })
-        if (failure === undefined) {
-          return true
-        }
-        const reason = failures[failures.length - 1]!
-        yield* store.endpointFailing(endpoint, { ...failure, reason }, failure.giveUp)
-        yield* Effect.logWarning("webhook endpoint failing", { endpoint, reason, disabled: failure.giveUp })
-        return false
+        const nextAttempt = failureOf(lane)?.retryAt ?? done
+        yield* Effect.forEach(results, (r, i) => {
+          if (r === "sent") return Effect.void
+          return store.failed(due[i]!.id, nextAttempt, r === "skipped" ? "endpoint failing" : r.reason)
+        }, { discard: true })
+        return failureOf(lane) === undefined
       })
 
     const passes = (endpoint: EndpointId) =>
-      Effect.forEach(
-        Array.from({ length: PassesPerLane }, (_, i) => i === 0),
-        (probes) => pass(endpoint, probes).pipe(Effect.repeat({ while: (more) => more })),
-        { concurrency: "unbounded", discard: true }
-      )
+      Effect.flatMap(newLane, (lane) =>
+        Effect.forEach(
+          Array.from({ length: PassesPerLane }, (_, i) => i === 0),
+          (probes) => pass(lane, endpoint, probes).pipe(Effect.repeat({ while: (more) => more })),
+          { concurrency: "unbounded", discard: true }
+        ))
 
+    // A lane whose pass fails (the database does) waits with the database's backoff before it ends, so that
+    // dispatch does not start it again at once (core/StorageBackoff.ts).
+    const laneBackoff = makeStorageBackoff("webhook lanes")
     const lane = (endpoint: EndpointId) =>
-      passes(endpoint).pipe(
-        Effect.catchAllCause((cause) => Effect.logError("webhook delivery failed", cause)),
+      laneBackoff.guard(passes(endpoint), undefined).pipe(
         Effect.ensuring(Effect.sync(() => running.delete(endpoint)))
       )
 
@@ -105,8 +145,8 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
           yield* FiberSet.run(lanes, lane(endpoint))
         }
       })
-      return yield* dispatch.pipe(
-        Effect.catchAllCause((cause) => Effect.logError("webhook dispatch failed", cause)),
+      const backoff = makeStorageBackoff("webhook dispatch")
+      return yield* backoff.guard(dispatch, undefined).pipe(
         Effect.zipRight(waitForWork),
         Effect.repeat(Schedule.forever)
       )

@@ -99,10 +99,20 @@ const makeDirect = (pool: PgPool, tracing: boolean): PgDirectShape => {
   }
 }
 
+const ConnectTimeoutMs = 2_000
+
 export const layer = (url: Redacted.Redacted<string>) => {
   const pool = Effect.acquireRelease(
     Effect.gen(function*() {
-      const pool = makePool({ connectionString: Redacted.value(url), max: 10, application_name: "paysub" })
+      // pg's pool opens a connection only when a statement needs one and never retries by itself, so connection
+      // attempts follow the requests and the loops' backoff; a server that does not answer fails a connection
+      // after ConnectTimeoutMs rather than holding the request.
+      const pool = makePool({
+        connectionString: Redacted.value(url),
+        max: 10,
+        application_name: "paysub",
+        connectionTimeoutMillis: ConnectTimeoutMs
+      })
       // An idle connection's error (the server going away) must not crash the process: the pool drops it.
       pool.on("error", () => {})
       yield* Effect.tryPromise({

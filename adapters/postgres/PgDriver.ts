@@ -6,6 +6,7 @@ export interface PoolConfig {
   readonly connectionString?: string
   readonly max?: number
   readonly application_name?: string
+  readonly connectionTimeoutMillis?: number
 }
 // A named statement is parsed and planned once per connection, then only bound and executed.
 export interface QueryConfig {

@@ -98,21 +98,19 @@ export const make = (
       cause instanceof SqlError ? cause : new SqlError({ cause, message: "Failed to execute statement" })
     const step = <A>(f: () => A) => Effect.try({ try: f, catch: fail })
 
-    const run = (sql: string, params: ReadonlyArray<unknown>, raw: boolean) =>
-      step(() => {
-        const statement = prepare(sql)
-        if (statement.reader) return statement.all(params) as ReadonlyArray<any>
-        const result = statement.run(params)
-        return raw ? (result as unknown as ReadonlyArray<any>) : []
-      })
+    const run = (sql: string, params: ReadonlyArray<unknown>, raw: boolean) => () => {
+      const statement = prepare(sql)
+      if (statement.reader) return statement.all(params) as ReadonlyArray<any>
+      const result = statement.run(params)
+      return raw ? (result as unknown as ReadonlyArray<any>) : []
+    }
 
-    const unprepared = (sql: string, params?: ReadonlyArray<unknown>) =>
-      step(() => {
-        const statement = db.prepare(sql)
-        return (statement.reader
-          ? statement.all(params ?? [])
-          : (statement.run(params ?? []), [])) as ReadonlyArray<any>
-      })
+    const unprepared = (sql: string, params?: ReadonlyArray<unknown>) => () => {
+      const statement = db.prepare(sql)
+      return (statement.reader
+        ? statement.all(params ?? [])
+        : (statement.run(params ?? []), [])) as ReadonlyArray<any>
+    }
 
     // The statements that open, close and undo transactions and groups: prepared once, from the cache.
     const exec = (sql: string) => void prepare(sql).run([])
@@ -135,6 +133,8 @@ export const make = (
       readonly durable: Deferred.Deferred<void, SqlError>
       committing: boolean
       members: number
+      // The reads that ran inside the group, to run again if its COMMIT fails.
+      readonly rereads: Array<() => void>
     }
     // A bound on how long one group holds the write lock (and on the latency it adds).
     const MaxGroup = 64
@@ -156,6 +156,8 @@ export const make = (
         } catch {
           // SQLite rolled back already.
         }
+        // What the group's reads saw is gone: each reads again, now from what is durable, before its wait ends.
+        for (const reread of group.rereads) reread()
         Deferred.unsafeDone(group.durable, Exit.fail(fail(cause)))
       }
     }
@@ -164,7 +166,12 @@ export const make = (
       if (open !== undefined && open.members >= MaxGroup) commitOpen()
       if (open === undefined) {
         exec("BEGIN IMMEDIATE")
-        open = { durable: Deferred.unsafeMake<void, SqlError>(FiberId.none), committing: false, members: 0 }
+        open = {
+          durable: Deferred.unsafeMake<void, SqlError>(FiberId.none),
+          committing: false,
+          members: 0,
+          rereads: []
+        }
       }
       exec(`SAVEPOINT ${Logical}`)
       open.members++
@@ -215,6 +222,24 @@ export const make = (
     const whenDurable = <A>(result: readonly [A, Group | undefined]) =>
       result[1] === undefined ? Effect.succeed(result[0]) : Effect.as(durable(result[1]), result[0])
 
+    // A read (a statement outside any transaction) that ran inside an open group answers once the group is
+    // durable, since it may have seen the group's writes. Should the COMMIT fail, it is run again right after the
+    // ROLLBACK and answers with that: a read never fails because a write beside it failed.
+    const readNow = <A>(f: () => A): Effect.Effect<A, SqlError> => {
+      const result = f()
+      const group = open
+      if (group === undefined) return Effect.succeed(result)
+      let again: Exit.Exit<A, SqlError> | undefined
+      group.rereads.push(() => {
+        try {
+          again = Exit.succeed(f())
+        } catch (cause) {
+          again = Exit.fail(fail(cause))
+        }
+      })
+      return Effect.catchAll(Effect.as(durable(group), result), (e) => again ?? Effect.fail(e))
+    }
+
     const groupStatements: Record<string, Effect.Effect<ReadonlyArray<any>, SqlError>> = {
       "BEGIN GROUP": step(() => (beginLogical(), [])),
       "COMMIT GROUP": Effect.flatMap(step(() => (releaseLogical(), open)), (group) =>
@@ -253,26 +278,34 @@ export const make = (
             return [result, group] as const
           }, whenDurable)
         ),
-      read: (work) => inRead(locked(() => [work(direct), open] as const, whenDurable))
+      read: (work) => inRead(locked(() => readNow(() => work(direct)), (answer) => answer))
     }
 
-    const connection = (afterStatement: Effect.Effect<void, SqlError>): Connection => {
-      const then = <A>(effect: Effect.Effect<A, SqlError>) => Effect.zipLeft(effect, afterStatement)
-      return {
-        execute: (sql, params, transformRows) =>
-          then(transformRows ? Effect.map(run(sql, params, false), transformRows) : run(sql, params, false)),
-        executeRaw: (sql, params) => then(run(sql, params, true)),
-        executeValues: (sql, params) =>
-          then(Effect.map(run(sql, params, false), (rows) => rows.map((row) => Object.values(row as object)))),
-        executeUnprepared: (sql, params, transformRows) => {
-          const effect = groupStatements[sql] ?? then(unprepared(sql, params))
-          return transformRows ? Effect.map(effect, transformRows) : effect
-        },
-        executeStream: () => Effect.dieMessage("executeStream is not supported by this SQLite client")
-      }
-    }
-    const inTransaction = connection(Effect.void)
-    const outsideTransaction = connection(Effect.suspend(() => open === undefined ? Effect.void : durable(open)))
+    // Inside a transaction a statement runs at once; outside one, as a read that answers only with durable data.
+    const connection = (
+      then: (statement: () => ReadonlyArray<any>) => Effect.Effect<ReadonlyArray<any>, SqlError>
+    ): Connection => ({
+      execute: (sql, params, transformRows) =>
+        transformRows ? Effect.map(then(run(sql, params, false)), transformRows) : then(run(sql, params, false)),
+      executeRaw: (sql, params) => then(run(sql, params, true)),
+      executeValues: (sql, params) =>
+        Effect.map(then(run(sql, params, false)), (rows) => rows.map((row) => Object.values(row as object))),
+      executeUnprepared: (sql, params, transformRows) => {
+        const effect = groupStatements[sql] ?? then(unprepared(sql, params))
+        return transformRows ? Effect.map(effect, transformRows) : effect
+      },
+      executeStream: () => Effect.dieMessage("executeStream is not supported by this SQLite client")
+    })
+    const inTransaction = connection((statement) => step(statement))
+    const outsideTransaction = connection((statement) =>
+      Effect.suspend(() => {
+        try {
+          return readNow(statement)
+        } catch (cause) {
+          return Effect.fail(fail(cause))
+        }
+      })
+    )
 
     const acquirer = withLock(Effect.succeed(outsideTransaction))
     const transactionAcquirer = Effect.uninterruptibleMask((restore) =>

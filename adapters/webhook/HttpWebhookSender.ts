@@ -6,6 +6,7 @@ import { Agent as HttpAgent, request as httpRequest } from "node:http"
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
 import { isIP, type LookupFunction } from "node:net"
 import { DeliveryFailed, SecretPrefix, type SignedRequest, UrlRefused, WebhookSender } from "../../core/Webhooks.ts"
+import { hostOf, isLocalName, isPublicAddress } from "./PublicAddress.ts"
 
 // Webhooks over node:http(s), signed as Standard Webhooks says (webhook-id, webhook-timestamp, webhook-signature
 // "v1,<base64 HMAC-SHA256 of id.timestamp.body>" keyed by the secret's bytes). Redirects are not followed (a
@@ -19,21 +20,9 @@ export interface WebhookSenderOptions {
   readonly timeoutMs?: number
 }
 
-const v4Private = (ip: string) => {
-  const [a, b] = ip.split(".").map(Number) as [number, number]
-  return a === 0 || a === 10 || a === 127 || (a === 100 && b >= 64 && b < 128) || (a === 169 && b === 254) ||
-    (a === 172 && b >= 16 && b < 32) || (a === 192 && b === 168) || (a === 192 && b === 0) ||
-    (a === 198 && (b === 18 || b === 19)) || a >= 224
-}
-
-// Private, loopback, link-local, unique-local, multicast and unspecified addresses.
-export const isPrivateAddress = (ip: string): boolean => {
-  if (isIP(ip) === 4) return v4Private(ip)
-  const v6 = ip.toLowerCase().replace(/^\[|\]$/g, "")
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(v6)
-  if (mapped) return v4Private(mapped[1]!)
-  return v6 === "::" || v6 === "::1" || /^f[cd]/.test(v6) || /^fe[89ab]/.test(v6) || v6.startsWith("ff")
-}
+// Anything but a public unicast address (PublicAddress.ts): private, loopback, link-local, unique-local, multicast,
+// unspecified, reserved, and the IPv6 forms that carry one of those.
+export const isPrivateAddress = (ip: string): boolean => !isPublicAddress(ip)
 
 export const sign = (secret: string, id: string, timestamp: number, body: string) =>
   createHmac("sha256", Buffer.from(secret.slice(SecretPrefix.length), "base64"))
@@ -79,13 +68,16 @@ export const makeDelivery = (options: WebhookSenderOptions): WebhookDelivery => 
   const timeoutMs = options.timeoutMs ?? 10_000
   const allowPrivate = options.allowPrivate
 
+  const privateRefusal = "url points to a private, loopback or link-local address."
+
   const refusal = async (raw: string): Promise<string | undefined> => {
     const url = URL.canParse(raw) ? new URL(raw) : undefined
     if (url === undefined) return "url is not an absolute URL."
     if (url.protocol !== "https:" && !(options.allowHttp && url.protocol === "http:")) return "url must use https."
     if (url.username !== "" || url.password !== "") return "url must not carry credentials."
     if (allowPrivate) return undefined
-    const host = url.hostname.replace(/^\[|\]$/g, "")
+    const host = hostOf(url)
+    if (isLocalName(host)) return privateRefusal
     let addresses: ReadonlyArray<string> = [host]
     if (isIP(host) === 0) {
       try {
@@ -94,12 +86,17 @@ export const makeDelivery = (options: WebhookSenderOptions): WebhookDelivery => 
         return "url's host name does not resolve."
       }
     }
-    return addresses.some(isPrivateAddress) ? "url points to a private, loopback or link-local address." : undefined
+    return addresses.some(isPrivateAddress) ? privateRefusal : undefined
   }
 
   const post = (request: SignedRequest, signal?: AbortSignal) =>
     new Promise<string | undefined>((resolve) => {
       const url = new URL(request.url)
+      // node:net skips the `lookup` option for an IP literal, so the literal is checked here, just before connecting.
+      const host = hostOf(url)
+      if (!allowPrivate && (isLocalName(host) || (isIP(host) !== 0 && isPrivateAddress(host)))) {
+        return resolve(`refused: ${privateRefusal}`)
+      }
       const body = Buffer.from(request.body)
       const options = {
         method: "POST",

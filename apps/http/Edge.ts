@@ -2,6 +2,7 @@ import { HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, FiberRef } from "effect"
 import { globalValue } from "effect/GlobalValue"
 import { sha256 } from "../../adapters/crypto/Sha256.ts"
+import { causeIsStorageUnavailable } from "../../adapters/sql/StorageFaults.ts"
 import { type ApiError, apiError, isApiError, statusOf } from "./ApiError.ts"
 import { makeRateLimiter, type RateLimit, type RateLimiter } from "./RateLimiter.ts"
 
@@ -90,8 +91,17 @@ export const validHost = (host: string | undefined): boolean => {
 
 export const rateLimited = (wait: number) => apiError("rate_limited", `Too many requests: retry in ${wait} s.`)
 
-// How every answer leaves: errors as the documented body (a defect is logged and becomes internal_error; an
-// interrupted request, whose client went away, a 499 nobody reads), with the request id on every response.
+// The database is away or cannot take writes (adapters/sql/StorageFaults.ts): nothing was written, and the
+// same request, with the same Idempotency-Key, may succeed a moment later.
+export const StorageRetryAfter = 1
+const storageUnavailable = apiError(
+  "service_unavailable",
+  "The database cannot take this request now; nothing was written. Retry after the Retry-After seconds with the same Idempotency-Key."
+)
+
+// How every answer leaves: errors as the documented body (a storage fault is service_unavailable, any other
+// defect is logged and becomes internal_error; an interrupted request, whose client went away, a 499 nobody
+// reads), with the request id on every response.
 export const makeResponder = (baseUrl: string) => {
   const render = (e: ApiError, requestId: string, headers: Record<string, string> = {}) =>
     HttpServerResponse.unsafeJson(errorBody(baseUrl, e, requestId), { status: statusOf(e), headers })
@@ -104,6 +114,10 @@ export const makeResponder = (baseUrl: string) => {
         const known = toApiError(cause)
         if (known !== undefined) return Effect.succeed(render(known, requestId))
         if (Cause.isInterruptedOnly(cause)) return Effect.succeed(HttpServerResponse.empty({ status: 499 }))
+        // Not logged per request: the background loops log the outage once (docs/operations.md).
+        if (causeIsStorageUnavailable(cause)) {
+          return Effect.succeed(render(storageUnavailable, requestId, { "retry-after": String(StorageRetryAfter) }))
+        }
         return Effect.as(
           Effect.annotateLogs(Effect.logError("request failed", cause), "request_id", requestId),
           render(apiError("internal_error", "An internal error occurred."), requestId)

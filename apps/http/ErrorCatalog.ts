@@ -182,6 +182,13 @@ export const ErrorCatalog = {
       "The webhook endpoint's URL is not one the service sends to (not https, credentials in it, or a private, loopback or link-local address).",
     fix: "Register a public https URL; `message` says which rule it broke."
   },
+  service_unavailable: {
+    type: "api_error",
+    status: 503,
+    summary:
+      "The database is unreachable or cannot take writes (down, restarting, or out of disk); nothing was written.",
+    fix: "Retry after the Retry-After header's seconds, with the same Idempotency-Key for a POST, so it is done once."
+  },
   internal_error: {
     type: "api_error",
     status: 500,

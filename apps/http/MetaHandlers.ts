@@ -2,6 +2,7 @@ import { HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, Effect, Metric } from "effect"
 import { millisOf } from "../../adapters/sql/Dialect.ts"
+import { writeProbe } from "../../adapters/sql/WriteProbe.ts"
 import { SiteSettings } from "../../core/SiteSettings.ts"
 import { Api, Health } from "./Api.ts"
 import { apiError } from "./ApiError.ts"
@@ -53,9 +54,11 @@ export const MetaLive = group(Api, "meta", (handlers) =>
     return handlers
       .handle("healthz", () => Effect.succeed(new Health({ status: "ok" })))
       .handle("readyz", () =>
-        sql`SELECT 1`.pipe(
+        writeProbe(sql).pipe(
           Effect.as(new Health({ status: "ok" })),
-          Effect.catchAll(() => Effect.fail(apiError("internal_error", "The database is not reachable.")))
+          Effect.catchAllCause(() =>
+            Effect.fail(apiError("service_unavailable", "The database is unreachable or cannot take writes."))
+          )
         ))
       .handle("errors", () => Effect.succeed(catalogPage))
       .handle("openapi", () => Effect.succeed(HttpServerResponse.unsafeJson(spec)))

@@ -14,7 +14,7 @@ import type { RateLimit } from "./RateLimiter.ts"
 // shared bucket, so no more than the limit ever goes through; what a lease leaves unspent when it expires is
 // lost, so each instance may admit up to (lease - 1) fewer per window than the limit (docs/decisions/0031).
 // A store that cannot be reached lets the request through (the instance's own buckets still apply) and says so
-// in the log.
+// in the log: once when it starts failing and once when it answers again, not per request.
 export type SharedLimit = (kind: keyof Limiters, key: string) => Effect.Effect<number>
 
 export class SharedLimiter extends Context.Tag("SharedLimiter")<SharedLimiter, SharedLimit>() {}
@@ -22,6 +22,16 @@ export class SharedLimiter extends Context.Tag("SharedLimiter")<SharedLimiter, S
 interface Lease {
   tokens: number
   readonly until: number
+}
+
+// An error and its causes' messages, on one line.
+const messages = (e: unknown): string => {
+  const all: Array<string> = []
+  for (let at = e as { message?: unknown; cause?: unknown } | undefined; at != null && all.length < 4;) {
+    if (typeof at.message === "string" && at.message !== "") all.push(at.message)
+    at = at.cause as typeof at
+  }
+  return all.join(": ")
 }
 
 export const leaseSize = (limit: number) => Math.max(1, Math.floor(limit / 20))
@@ -44,6 +54,23 @@ export const sharedLimiterLayer = (limits: { readonly [K in keyof Limiters]: Rat
           key: `${kind}:${sha256(key, "base64url")}`
         })
       }
+      let failing = false
+      const answered = Effect.suspend(() => {
+        if (!failing) return Effect.void
+        failing = false
+        return Effect.logInfo("the shared rate limit store answers again")
+      })
+      const storeFailed = (e: unknown) =>
+        Effect.suspend(() => {
+          if (failing) return Effect.succeed(0)
+          failing = true
+          return Effect.as(
+            Effect.logWarning("the shared rate limit store failed; requests go ahead until it is back", {
+              error: messages(e)
+            }),
+            0
+          )
+        })
       const sweep = (now: number) => {
         for (const [k, lease] of leases) if (lease.until <= now) leases.delete(k)
       }
@@ -81,10 +108,11 @@ export const sharedLimiterLayer = (limits: { readonly [K in keyof Limiters]: Rat
             }
             return 0
           }),
+          Effect.tap(() => answered),
           Effect.catchAll((e) =>
             e.reason === "Exceeded"
               ? Effect.succeed(Math.max(1, Math.ceil(Duration.toMillis(e.retryAfter) / 1000)))
-              : Effect.as(Effect.logWarning("the shared rate limit store failed; the request went ahead", e), 0)
+              : storeFailed(e)
           )
         )
       }

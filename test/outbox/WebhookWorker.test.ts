@@ -2,7 +2,7 @@
 // fails while told to. Time is the TestClock's: every pass is a direct call of deliverDue.
 import { SqlClient } from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
-import { DateTime, Duration, Effect, Layer, Option, Random, Ref, TestClock } from "effect"
+import { DateTime, Duration, Effect, Fiber, Layer, Option, Random, Ref, TestClock } from "effect"
 import { join } from "node:path"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
 import { layer as SqliteWebhookStore } from "../../adapters/sqlite/SqliteWebhookStore.ts"
@@ -24,11 +24,26 @@ const owner = "cl_000000000000000000000001"
 interface Recorder {
   readonly sent: Ref.Ref<ReadonlyArray<SignedRequest & { readonly ok: boolean }>>
   readonly failing: Ref.Ref<boolean>
+  // While on, a send never answers and fails after the sender's 10 s time-out; `inFlight` counts such sends.
+  readonly hung: Ref.Ref<boolean>
+  readonly inFlight: Ref.Ref<{ readonly now: number; readonly peak: number }>
 }
 const recorder = Effect.all({
   sent: Ref.make<ReadonlyArray<SignedRequest & { ok: boolean }>>([]),
-  failing: Ref.make(false)
+  failing: Ref.make(false),
+  hung: Ref.make(false),
+  inFlight: Ref.make({ now: 0, peak: 0 })
 })
+const hungSend = (r: Recorder, request: SignedRequest) =>
+  Effect.acquireUseRelease(
+    Ref.update(r.inFlight, ({ now, peak }) => ({ now: now + 1, peak: Math.max(peak, now + 1) })),
+    () =>
+      Ref.update(r.sent, (all) => [...all, { ...request, ok: false }]).pipe(
+        Effect.zipRight(Effect.sleep(Duration.seconds(10))),
+        Effect.zipRight(Effect.fail(new DeliveryFailed({ reason: "no answer within 10 s" })))
+      ),
+    () => Ref.update(r.inFlight, ({ now, peak }) => ({ now: now - 1, peak }))
+  )
 
 const testLayer = (r: Recorder) =>
   WebhookWorker.Default.pipe(
@@ -38,15 +53,17 @@ const testLayer = (r: Recorder) =>
       WebhookSender.of({
         check: () => Effect.void,
         send: (request) =>
-          Effect.flatMap(Ref.get(r.failing), (failing) =>
+          Effect.flatMap(Ref.get(r.hung), (hung) => hung ? hungSend(r, request) : Effect.void).pipe(
+            Effect.zipRight(Ref.get(r.failing))
+          ).pipe(Effect.flatMap((failing) =>
             Ref.update(r.sent, (all) => [...all, { ...request, ok: !failing }]).pipe(
               Effect.zipRight(failing ? Effect.fail(new DeliveryFailed({ reason: "HTTP 503" })) : Effect.void)
-            ))
+            )
+          ))
       })
     )),
     Layer.provide(Layer.effectDiscard(runMigrations)),
-    Layer.provideMerge(Layer.unwrapScoped(Effect.map(tempDir, (dir) =>
-      sqliteClient(join(dir, "paysub.db")))))
+    Layer.provideMerge(Layer.unwrapScoped(Effect.map(tempDir, (dir) => sqliteClient(join(dir, "paysub.db")))))
   )
 
 const run = <A, E>(self: (r: Recorder) => Effect.Effect<A, E, WebhookWorker | WebhookStore | SqlClient>) =>
@@ -102,23 +119,48 @@ describe("WebhookWorker.deliverDue", () => {
         yield* setUp(30)
         yield* Ref.set(r.failing, true)
         yield* deliverDue
-        assert.lengthOf(yield* Ref.get(r.sent), 30, "the first batch fails as a whole")
+        // The first failure marks the endpoint failing; what had not started waits for the probe.
+        const first = (yield* Ref.get(r.sent)).length
+        assert.isAtLeast(first, 1)
+        assert.isAtMost(first, 16, "at most the endpoint's attempts in flight, not the whole batch")
         assert.isDefined((yield* endpoint).failingSince)
         yield* deliverDue
-        assert.lengthOf(yield* Ref.get(r.sent), 30, "nothing before the backoff ends")
+        assert.lengthOf(yield* Ref.get(r.sent), first, "nothing before the backoff ends")
         yield* TestClock.adjust(Duration.seconds(10))
         yield* deliverDue
-        assert.lengthOf(yield* Ref.get(r.sent), 31, "one probe")
+        assert.lengthOf(yield* Ref.get(r.sent), first + 1, "one probe")
         yield* Ref.set(r.failing, false)
         yield* TestClock.adjust(Duration.seconds(10))
         yield* deliverDue
         const sent = yield* Ref.get(r.sent)
         assert.strictEqual(new Set(sent.filter((s) => s.ok).map((s) => s.id)).size, 30, "every event, once")
-        assert.lengthOf(sent, 31 + 30)
+        assert.lengthOf(sent, first + 1 + 30)
         const recovered = yield* endpoint
         assert.isUndefined(recovered.failingSince)
         assert.isUndefined(recovered.disabledAt)
       }).pipe(Effect.withRandom(Random.fixed([0.9999])))
+    ))
+
+  it.effect("a hung endpoint: at most 16 attempts in flight across passes, failing after one time-out", () =>
+    run((r) =>
+      Effect.gen(function*() {
+        yield* setUp(100)
+        yield* Ref.set(r.hung, true)
+        const worker = yield* Effect.fork(deliverDue)
+        // The test clock moves in steps of 100 ms, each after a few real milliseconds for SQLite's group commits.
+        for (let i = 0; i < 300 && Option.isNone(yield* Fiber.poll(worker)); i++) {
+          yield* Effect.promise(() => new Promise((ok) => setTimeout(ok, 5)))
+          yield* TestClock.adjust(Duration.millis(100))
+        }
+        yield* Fiber.join(worker)
+        const { peak } = yield* Ref.get(r.inFlight)
+        assert.isAtLeast(peak, 1)
+        assert.isAtMost(peak, 16)
+        const failing = yield* endpoint
+        assert.isDefined(failing.failingSince)
+        assert.isAtMost(DateTime.toEpochMillis(failing.failingSince!) - T0, 10_000 + 100)
+        assert.isAtMost((yield* Ref.get(r.sent)).length, 16, "the attempts not started wait for the probe")
+      })
     ))
 
   it.effect("an endpoint failing for 3 days is disabled, with the reason, and gets nothing more", () =>

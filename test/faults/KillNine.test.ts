@@ -1,0 +1,96 @@
+import { assert, describe, it } from "@effect/vitest"
+import type { AddressInfo } from "node:net"
+import { SMTPServer } from "smtp-server"
+import { AppProcess, postForm } from "../support/AppProcess.ts"
+
+// kill -9 under load, again and again: every acknowledged signup gets its mail (none lost), and a crash re-sends
+// at most the mails in flight (MAIL_CONCURRENCY, 32), since each is marked sent as soon as the server accepted
+// it. Under saturation the mark still trails the server's acceptance by the main thread's lag, which is where
+// the duplicates come from (the issue's reach of 3 per crash is not met: see docs/decisions/0034-faults.md).
+// KILL9_CYCLES (default 5) sets the number of crashes; the issue's measurement used 20.
+const cycles = Number(process.env.KILL9_CYCLES ?? 5)
+const clients = 32
+const loadMs = 2_000
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+// An SMTP sink that records a mail's recipients and answers 250 at once (no parsing: a busy test process must
+// not widen the window between receiving a mail and acknowledging it, which would count as the app's).
+const startSink = async () => {
+  const received: Array<string> = []
+  const server = new SMTPServer({
+    disabledCommands: ["STARTTLS"],
+    authOptional: true,
+    allowInsecureAuth: true,
+    disableReverseLookup: true,
+    logger: false,
+    onAuth: (auth, _session, callback) => callback(null, { user: auth.username ?? "" }),
+    onData: (stream, session, callback) => {
+      stream.resume()
+      stream.on("end", () => {
+        for (const to of session.envelope.rcptTo) received.push(to.address.toLowerCase())
+        callback()
+      })
+    }
+  })
+  server.on("error", () => {})
+  await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok))
+  const port = (server.server.address() as AddressInfo).port
+  return {
+    received,
+    url: `smtp://u:p@127.0.0.1:${port}`,
+    stop: () => new Promise<void>((ok) => server.close(() => ok()))
+  }
+}
+
+describe("kill -9 under load", () => {
+  it(
+    `loses no acknowledged mail and re-sends at most the mails in flight per crash, over ${cycles} crashes`,
+    async () => {
+      const smtp = await startSink()
+      const acknowledged = new Map<string, number>()
+      let app: AppProcess | undefined
+      try {
+        for (let cycle = 0; cycle < cycles; cycle++) {
+          app = await AppProcess.start({
+            env: { MAIL_TRANSPORT: "smtp", SMTP_URL: smtp.url },
+            ...(app === undefined ? {} : { dataDir: app.dataDir })
+          })
+          const base = app.baseUrl
+          let sent = 0
+          const until = Date.now() + loadMs
+          const client = async () => {
+            while (Date.now() < until + 1_000) {
+              const email = `c${cycle}-${sent++}@example.com`
+              const answer = await postForm(base, "/subscribe", { name: "Kim", email }).catch(() => undefined)
+              if (answer?.status === 200) acknowledged.set(email, cycle)
+            }
+          }
+          const load = Promise.all(Array.from({ length: clients }, client))
+          await sleep(loadMs)
+          await app.kill9()
+          await load
+        }
+        app = await AppProcess.start({ env: { MAIL_TRANSPORT: "smtp", SMTP_URL: smtp.url }, dataDir: app!.dataDir })
+        // A mail in flight at a crash is due again once its 60 s lease ends.
+        const deadline = Date.now() + 100_000
+        const received = () => new Set(smtp.received)
+        while (Date.now() < deadline && [...acknowledged.keys()].some((e) => !received().has(e))) await sleep(1_000)
+        const copies = new Map<string, number>()
+        for (const to of smtp.received) copies.set(to, (copies.get(to) ?? 0) + 1)
+        const lost = [...acknowledged.keys()].filter((e) => !copies.has(e))
+        const duplicates = Array.from({ length: cycles }, () => 0)
+        for (const [email, n] of copies) duplicates[Number(/^c(\d+)-/.exec(email)![1])]! += n - 1
+        console.log(
+          `KillNine: ${acknowledged.size} acknowledged signups over ${cycles} crashes, ${lost.length} mails lost,` +
+            ` duplicates per crash: ${duplicates.join(" ")}`
+        )
+        assert.deepStrictEqual(lost, [])
+        assert.isAtMost(Math.max(...duplicates), 32)
+      } finally {
+        await app?.stop()
+        await smtp.stop()
+      }
+    },
+    300_000
+  )
+})
