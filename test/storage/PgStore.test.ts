@@ -13,6 +13,7 @@ import { CurrencyCode } from "../../core/Currency.ts"
 import { Email } from "../../core/Email.ts"
 import { DefaultFeed } from "../../core/Feed.ts"
 import { IdempotencyKey, RequestHash } from "../../core/Idempotency.ts"
+import { storesOver } from "../../core/Stores.ts"
 import { MailThrottle, SubscriberName } from "../../core/Subscription.ts"
 import { SubscriptionStore } from "../../core/SubscriptionStore.ts"
 import { ClientId, Reference, Transfer, TransferId } from "../../core/Transfer.ts"
@@ -33,7 +34,7 @@ const pgClient = (url: string) => PgClientLayer(Redacted.make(url))
 
 // The storage adapters over their own pool on `url`, migrations run first (a second pool finds them done).
 const pgStoresOn = (url: string): Layer.Layer<SubscriptionStore | TransferStore | SqlClient, unknown> =>
-  Layer.merge(PgSubscriptionStore, PgTransferStore).pipe(
+  storesOver(Layer.merge(PgSubscriptionStore, PgTransferStore)).pipe(
     Layer.provide(EventViewsLive),
     Layer.provide(Layer.effectDiscard(runMigrations)),
     Layer.provideMerge(pgClient(url))
