@@ -11,6 +11,7 @@ import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
 import type { EventViews } from "../../core/EventViews.ts"
 import * as SubscriptionStore from "../../core/SubscriptionStore.ts"
 import * as TransferStore from "../../core/TransferStore.ts"
+import { withSqlRawRows } from "./RawRows.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
 import { tempDir } from "./TempSqlite.ts"
 import { transferStoreContract } from "./TransferStore.contract.ts"
@@ -33,9 +34,12 @@ const nodeSqliteStore =
 if (onDeno) {
   subscriptionStoreContract(
     "node:sqlite on Deno",
-    nodeSqliteStore(Layer.provide(SubscriptionStore.layer, subscriptionStorage))
+    withSqlRawRows(nodeSqliteStore(Layer.provide(SubscriptionStore.layer, subscriptionStorage)))
   )
-  transferStoreContract("node:sqlite on Deno", nodeSqliteStore(Layer.provide(TransferStore.layer, transferStorage)))
+  transferStoreContract(
+    "node:sqlite on Deno",
+    withSqlRawRows(nodeSqliteStore(Layer.provide(TransferStore.layer, transferStorage)))
+  )
 } else {
   describe("storage contracts on node:sqlite", () => {
     it.skip("run under Deno only (npm test does): Node 20 has no node:sqlite", () => {})

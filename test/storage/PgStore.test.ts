@@ -19,6 +19,7 @@ import { SubscriptionStore } from "../../core/SubscriptionStore.ts"
 import { ClientId, Reference, Transfer, TransferId } from "../../core/Transfer.ts"
 import { TransferStore } from "../../core/TransferStore.ts"
 import { createTestDatabase, postgresEnabled, postgresSkipReason } from "../support/Postgres.ts"
+import { withSqlRawRows } from "./RawRows.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
 import { transferStoreContract } from "./TransferStore.contract.ts"
 
@@ -70,8 +71,8 @@ const transfer = (client: ClientId, id: string, reference: string, amount: bigin
 describe.skipIf(!postgresEnabled)(
   `PostgreSQL storage${postgresEnabled ? "" : ` (skipped: ${postgresSkipReason})`}`,
   () => {
-    subscriptionStoreContract("PostgreSQL", tempPgStores)
-    transferStoreContract("PostgreSQL", tempPgStores)
+    subscriptionStoreContract("PostgreSQL", withSqlRawRows(tempPgStores))
+    transferStoreContract("PostgreSQL", withSqlRawRows(tempPgStores))
 
     layer(tempPgStores())("PostgreSQL columns", (it) => {
       it.effect("amounts are exact BIGINTs, times are timestamptz to the millisecond", () =>

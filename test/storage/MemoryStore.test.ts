@@ -1,0 +1,20 @@
+// The storage contracts on the in-memory adapter (adapters/memory): the same suites as the databases, every
+// check included (its RawRows reads its tables).
+import { Layer } from "effect"
+import * as MemoryDatabase from "../../adapters/memory/MemoryDatabase.ts"
+import * as MemorySubscriptionStore from "../../adapters/memory/MemorySubscriptionStore.ts"
+import * as MemoryTransferStore from "../../adapters/memory/MemoryTransferStore.ts"
+import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
+import { storesOver } from "../../core/Stores.ts"
+import { memoryRawRows } from "./RawRows.ts"
+import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
+import { transferStoreContract } from "./TransferStore.contract.ts"
+
+const memoryStores = () =>
+  Layer.merge(storesOver(Layer.merge(MemoryTransferStore.layer, MemorySubscriptionStore.layer)), memoryRawRows).pipe(
+    Layer.provide(EventViewsLive),
+    Layer.provide(MemoryDatabase.layer)
+  )
+
+subscriptionStoreContract("in-memory", memoryStores)
+transferStoreContract("in-memory", memoryStores)
