@@ -5,8 +5,10 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Context, DateTime, Effect, Layer, Option, Redacted } from "effect"
 import { layer as PgClientLayer } from "../../adapters/postgres/PgClient.ts"
+import { layer as PgRateLimiterStore } from "../../adapters/postgres/PgRateLimiterStore.ts"
 import { layer as PgSubscriptionStore } from "../../adapters/postgres/PgSubscriptionStore.ts"
 import { layer as PgTransferStore } from "../../adapters/postgres/PgTransferStore.ts"
+import { layer as PgWebhookStore } from "../../adapters/postgres/PgWebhookStore.ts"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
 import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
 import { CurrencyCode } from "../../core/Currency.ts"
@@ -19,9 +21,11 @@ import { SubscriptionStore } from "../../core/SubscriptionStore.ts"
 import { ClientId, Reference, Transfer, TransferId } from "../../core/Transfer.ts"
 import { TransferStore } from "../../core/TransferStore.ts"
 import { createTestDatabase, postgresEnabled, postgresSkipReason } from "../support/Postgres.ts"
+import { rateLimiterStoreContract } from "./RateLimiterStore.contract.ts"
 import { withSqlRawRows } from "./RawRows.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
 import { transferStoreContract } from "./TransferStore.contract.ts"
+import { webhookStoreContract } from "./WebhookStore.contract.ts"
 
 // A new database that lives as long as the scope (dropped with FORCE, so a pool still open cannot keep it).
 const tempDatabase = Effect.acquireRelease(
@@ -73,6 +77,27 @@ describe.skipIf(!postgresEnabled)(
   () => {
     subscriptionStoreContract("PostgreSQL", withSqlRawRows(tempPgStores))
     transferStoreContract("PostgreSQL", withSqlRawRows(tempPgStores))
+    webhookStoreContract(
+      "PostgreSQL",
+      () =>
+        Layer.unwrapScoped(
+          Effect.map(tempDatabase, (database) =>
+            Layer.merge(storesOver(Layer.merge(PgSubscriptionStore, PgTransferStore)), PgWebhookStore).pipe(
+              Layer.provide(EventViewsLive),
+              Layer.provide(Layer.effectDiscard(runMigrations)),
+              Layer.provide(pgClient(database.url))
+            ))
+        )
+    )
+    rateLimiterStoreContract(
+      "PostgreSQL",
+      () =>
+        Layer.unwrapScoped(Effect.map(tempDatabase, (database) =>
+          PgRateLimiterStore.pipe(
+            Layer.provide(Layer.effectDiscard(runMigrations)),
+            Layer.provideMerge(pgClient(database.url))
+          )))
+    )
 
     layer(tempPgStores())("PostgreSQL columns", (it) => {
       it.effect("amounts are exact BIGINTs, times are timestamptz to the millisecond", () =>

@@ -9,9 +9,11 @@ import { runMigrations } from "../../adapters/sql/Migrations.ts"
 import { openBetterSqlite3 } from "../../adapters/sqlite/BetterSqlite3.ts"
 import { layer as SqliteClient } from "../../adapters/sqlite/SqliteClient.ts"
 import { subscriptionStorage, transferStorage } from "../../adapters/sqlite/SqliteStores.ts"
+import { layer as SqliteWebhookStore } from "../../adapters/sqlite/SqliteWebhookStore.ts"
 import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
 import { layer as subscriptionStoreOver, type SubscriptionStore } from "../../core/SubscriptionStore.ts"
 import { layer as transferStoreOver, type TransferStore } from "../../core/TransferStore.ts"
+import type { WebhookStore } from "../../core/Webhooks.ts"
 
 // A temporary directory that lives as long as the scope.
 export const tempDir = Effect.acquireRelease(
@@ -51,3 +53,14 @@ export const sqliteTransferStoreOn = (filename: string): Layer.Layer<TransferSto
 // The transfer storage adapter on a new database file in a new temporary directory.
 export const tempSqliteTransferStore = (): Layer.Layer<TransferStore | SqlClient, unknown> =>
   Layer.unwrapScoped(Effect.map(tempDir, (dir) => sqliteTransferStoreOn(join(dir, "paysub.db"))))
+
+// The transfer and webhook stores on a new database file, for the webhook store's contract.
+export const tempSqliteWebhookStores = (): Layer.Layer<TransferStore | WebhookStore, unknown> =>
+  Layer.unwrapScoped(Effect.map(tempDir, (dir) => {
+    const sql = sqliteClient(join(dir, "paysub.db"))
+    return Layer.merge(transferStoreOver.pipe(Layer.provide(transferStorage)), SqliteWebhookStore).pipe(
+      Layer.provide(EventViewsLive),
+      Layer.provide(Layer.effectDiscard(runMigrations)),
+      Layer.provide(sql)
+    )
+  }))
