@@ -7,6 +7,7 @@ import { join } from "node:path"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
 import { layer as SqliteClient, type SqliteDirect } from "../../adapters/sqlite/SqliteClient.ts"
 import { subscriptionStorage, transferStorage } from "../../adapters/sqlite/SqliteStores.ts"
+import { layer as SqliteWebhookStore } from "../../adapters/sqlite/SqliteWebhookStore.ts"
 import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
 import type { EventViews } from "../../core/EventViews.ts"
 import * as SubscriptionStore from "../../core/SubscriptionStore.ts"
@@ -15,6 +16,7 @@ import { withSqlRawRows } from "./RawRows.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
 import { tempDir } from "./TempSqlite.ts"
 import { transferStoreContract } from "./TransferStore.contract.ts"
+import { webhookStoreContract } from "./WebhookStore.contract.ts"
 
 const onDeno = "Deno" in globalThis
 
@@ -39,6 +41,10 @@ if (onDeno) {
   transferStoreContract(
     "node:sqlite on Deno",
     withSqlRawRows(nodeSqliteStore(Layer.provide(TransferStore.layer, transferStorage)))
+  )
+  webhookStoreContract(
+    "node:sqlite on Deno",
+    nodeSqliteStore(Layer.merge(Layer.provide(TransferStore.layer, transferStorage), SqliteWebhookStore))
   )
 } else {
   describe("storage contracts on node:sqlite", () => {
