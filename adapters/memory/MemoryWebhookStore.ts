@@ -130,7 +130,7 @@ export const layer = Layer.effect(
           const { retryAt: _, ...rest } = e
           t.endpoints.set(id, { ...rest, failingSince: undefined, lastError: undefined })
         }),
-      endpointFailing: (id, state, disable) =>
+      endpointFailing: (id, state, disabledReason) =>
         run(() => {
           const e = t.endpoints.get(id)
           if (e === undefined || e.disabledAt !== undefined) return
@@ -139,10 +139,8 @@ export const layer = Layer.effect(
             failingSince: state.failingSince,
             retryAt: state.retryAt,
             lastError: state.reason.slice(0, 500),
-            disabledAt: disable ? state.retryAt : undefined,
-            disabledReason: disable
-              ? `Disabled after failing since ${DateTime.formatIso(state.failingSince)}: ${state.reason}`.slice(0, 600)
-              : undefined
+            disabledAt: disabledReason === undefined ? undefined : state.retryAt,
+            disabledReason: disabledReason?.slice(0, 600)
           })
         })
     })

@@ -88,7 +88,10 @@ export const webhookStoreContract = (
           failingSince: at(0),
           retryAt: at(1),
           reason: "HTTP 500"
-        }, true)
+        }, "Disabled after failing: HTTP 500")
+        const disabled = Option.getOrThrow(yield* store.getEndpoint(client, endpointId("disabled")))
+        assert.strictEqual(disabled.disabledReason, "Disabled after failing: HTTP 500")
+        assert.strictEqual(DateTime.toEpochMillis(disabled.disabledAt!), T0 + 1)
         yield* transfers.record(transfer("paid", "approved"))
         const { data, hasMore } = yield* store.listEvents(client, { limit: 10 })
         assert.isFalse(hasMore)
@@ -138,7 +141,7 @@ export const webhookStoreContract = (
         yield* store.endpointFailing(
           endpointId("flaky"),
           { failingSince: now, retryAt: later, reason: "HTTP 503" },
-          false
+          undefined
         )
         assert.lengthOf(yield* store.dueEndpoints(DateTime.addDuration(now, Duration.minutes(2)), 10), 0)
         assert.deepStrictEqual([...(yield* store.dueEndpoints(later, 10))], [endpointId("flaky")])
