@@ -1,4 +1,4 @@
-import { Data, DateTime, Effect, Either, Option, Redacted } from "effect"
+import { Data, DateTime, Effect, Either, Equal, Option, Redacted } from "effect"
 import { isExpired, luhn } from "./Card.ts"
 import { CardFingerprints } from "./CardFingerprints.ts"
 import { type Authorization, CardNetwork, type CardNetworkUnavailable } from "./CardNetwork.ts"
@@ -122,7 +122,16 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
             const kept = own
               ? KeptAnswer.TransferMade({ transferId: existing })
               : KeptAnswer.ReferenceTaken({ existing })
-            if (claim !== undefined) yield* store.keep(client, claim.key, kept)
+            if (claim !== undefined) {
+              yield* store.keep(client, claim.key, kept)
+              // The holder may have been settled `unknown` meanwhile, which answers the keys waiting for its
+              // request, this one included: the key's answer is what every retry gets, so it is this one's too.
+              const stored = yield* store.keyRecord(client, claim.key)
+              const answer = Option.isSome(stored) ? stored.value.answer : undefined
+              if (answer !== undefined && !Equal.equals(answer, kept)) {
+                return { ...(yield* replay(client, answer, requestId)), replayed: false }
+              }
+            }
             return first(
               own ? Answer.Made({ transfer: Option.getOrThrow(holder) }) : Answer.ReferenceTaken({ existing })
             )
