@@ -38,5 +38,42 @@ export default tseslint.config(
         ]
       }]
     }
+  },
+  // Adapters only store and send: every decision is core's (docs/decisions/0035-storage-ports-as-units-of-work.md). They import the core's
+  // schemas, types and ports, never one of its rules or the stores made over the storage ports.
+  {
+    files: ["adapters/**/*.ts"],
+    rules: {
+      "no-restricted-imports": ["error", {
+        patterns: [{
+          group: ["**/core/*"],
+          importNames: [
+            "decideStart",
+            "keyExpired",
+            "requestHash",
+            "IdempotencyLease",
+            "decideSubscribe",
+            "transition",
+            "MailThrottle",
+            "isUsable",
+            "normalizeEmail",
+            "transferEventType",
+            "awaitsAnswer",
+            "answersWaitingKeys",
+            "unsettledStatuses",
+            "settled",
+            "outcomeUnknown",
+            "reconciled",
+            "emit",
+            "wants",
+            "newEvent",
+            "storesOver",
+            "make",
+            "layer"
+          ],
+          message: "adapters only store and send: this is a core rule (docs/decisions/0035-storage-ports-as-units-of-work.md)"
+        }]
+      }]
+    }
   }
 )

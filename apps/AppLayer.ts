@@ -33,6 +33,7 @@ import { DefaultPendingTtlDays, PendingPurge, PendingPurgeSettings } from "../co
 import { Reconciler } from "../core/Reconciler.ts"
 import { ReconcileSettings } from "../core/ReconcileSettings.ts"
 import { SiteSettings } from "../core/SiteSettings.ts"
+import { storesOver } from "../core/Stores.ts"
 import { SubscriberDirectory } from "../core/SubscriberDirectory.ts"
 import { Subscriptions } from "../core/Subscriptions.ts"
 import type { SubscriptionStore } from "../core/SubscriptionStore.ts"
@@ -101,7 +102,11 @@ export const storageLayer = (
 ): Layer.Layer<Storage, SqlError | MigrationError> =>
   Layer.suspend((): Layer.Layer<Storage, SqlError | MigrationError> => {
     if (isPostgres(databaseUrl)) {
-      return Layer.mergeAll(PgSubscriptionStore, PgTransferStore, PgWebhookStore, PgRateLimiterStore).pipe(
+      return Layer.mergeAll(
+        storesOver(Layer.merge(PgSubscriptionStore, PgTransferStore)),
+        PgWebhookStore,
+        PgRateLimiterStore
+      ).pipe(
         Layer.provide(EventViewsLive),
         Layer.provideMerge(Layer.effectDiscard(runMigrations)),
         Layer.provideMerge(PgClient(Redacted.make(databaseUrl)))
@@ -110,8 +115,7 @@ export const storageLayer = (
     const filename = databaseUrl.replace(/^sqlite:/, "")
     if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
     return Layer.mergeAll(
-      SqliteStores.subscriptionStore,
-      SqliteStores.transferStore,
+      storesOver(Layer.merge(SqliteStores.subscriptionStorage, SqliteStores.transferStorage)),
       SqliteWebhookStore,
       RateLimiter.layerStoreMemory
     ).pipe(

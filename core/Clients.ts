@@ -1,7 +1,7 @@
 import { DateTime, Effect, Option, Redacted } from "effect"
+import { randomId } from "./RandomId.ts"
 import { Tokens } from "./Tokens.ts"
 import { ClientId } from "./Transfer.ts"
-import { randomId } from "./Transfers.ts"
 import { TransferStore } from "./TransferStore.ts"
 
 export const ApiKeyPrefix = "sk_"

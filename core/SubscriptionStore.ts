@@ -1,9 +1,23 @@
-import { Context, type DateTime, type Effect, type Option } from "effect"
-import type { Email } from "./Email.ts"
-import type { InvalidToken } from "./Errors.ts"
+import { Context, DateTime, Effect, Layer, Option } from "effect"
+import { type Email, normalizeEmail } from "./Email.ts"
+import { InvalidToken } from "./Errors.ts"
+import { emit, newEvent } from "./Events.ts"
+import { EventViews } from "./EventViews.ts"
 import type { Feed, FeedName } from "./Feed.ts"
-import type { Event, SubscriberName, Subscription, SubscriptionId, SubscriptionStatus } from "./Subscription.ts"
-import type { TokenHash, TokenPurpose } from "./Token.ts"
+import { randomId } from "./RandomId.ts"
+import {
+  decideSubscribe,
+  type Event,
+  MailThrottle,
+  type SubscriberName,
+  type Subscription,
+  type SubscriptionId,
+  type SubscriptionStatus,
+  transition
+} from "./Subscription.ts"
+import { type StoredToken, SubscriptionStorage, type SubscriptionTx } from "./SubscriptionStorage.ts"
+import { isUsable, type TokenHash, type TokenPurpose } from "./Token.ts"
+import { AdminOwner, type EventId } from "./Webhooks.ts"
 
 export interface OutboxEntry {
   readonly id: number
@@ -24,9 +38,10 @@ export interface SubscriptionQuery {
   readonly limit: number
 }
 
-// Storage for subscriptions, their tokens and the mail outbox. Every method is one transaction: the adapter
-// applies the core's rules (decideSubscribe, transition, isUsable) inside it, so that concurrent requests and
-// several processes sharing one database see the rules hold.
+// The store the use cases see for subscriptions, their tokens and the mail outbox, made once (`layer`) over
+// any database's SubscriptionStorage port. Every method is one transaction in which the rules
+// (decideSubscribe, transition, isUsable) are applied here, in core, to rows the port locked, so that concurrent
+// requests and several processes sharing one database see the rules hold.
 export interface SubscriptionStoreShape {
   readonly findFeed: (name: FeedName) => Effect.Effect<Option.Option<Feed>>
   readonly listFeeds: Effect.Effect<{ readonly feeds: ReadonlyArray<Feed>; readonly lastModified: DateTime.Utc }>
@@ -78,3 +93,136 @@ export interface SubscriptionStoreShape {
 }
 
 export class SubscriptionStore extends Context.Tag("SubscriptionStore")<SubscriptionStore, SubscriptionStoreShape>() {}
+
+const fresh = decideSubscribe(undefined, 0)
+const millisOrNull = (t: DateTime.Utc | undefined) => (t === undefined ? null : DateTime.toEpochMillis(t))
+const usable = (token: StoredToken, now: DateTime.Utc) =>
+  isUsable(
+    { usedAt: millisOrNull(token.usedAt), expiresAt: millisOrNull(token.expiresAt) },
+    DateTime.toEpochMillis(now)
+  )
+
+export const make = Effect.gen(function*() {
+  const storage = yield* SubscriptionStorage
+  const views = yield* EventViews
+
+  // Insert first: the unique (email key, feed) pair decides whether the address is new. A subscription that
+  // exists is then locked and decided on by the rules, with the mails it got within the throttle window.
+  const subscribeIn = (
+    tx: SubscriptionTx,
+    request: Parameters<SubscriptionStoreShape["subscribe"]>[0]
+  ): Effect.Effect<{ readonly subscription: Subscription; readonly queued: boolean }> =>
+    Effect.gen(function*() {
+      const { email, feed, name, now } = request
+      const emailKey = normalizeEmail(email)
+      const inserted = yield* tx.insertSubscription({ email, emailKey, name, feed, status: fresh.status, now })
+      let subscription: Subscription
+      let decision = fresh
+      if (Option.isSome(inserted)) {
+        subscription = inserted.value
+      } else {
+        const existing = yield* tx.lockSubscription(emailKey, feed)
+        // Deleted in between: the address is new again.
+        if (Option.isNone(existing)) return yield* subscribeIn(tx, request)
+        const mails = yield* tx.mailsSince(existing.value.id, DateTime.subtractDuration(now, MailThrottle.window))
+        decision = decideSubscribe(existing.value.status, mails)
+        subscription = yield* tx.updateSubscription(
+          existing.value.id,
+          decision.status,
+          now,
+          decision.updateName ? name : undefined
+        )
+      }
+      if (decision.queueConfirmation) yield* tx.queueConfirmation(subscription.id, now)
+      return { subscription, queued: decision.queueConfirmation }
+    })
+
+  const redeemToken: SubscriptionStoreShape["redeemToken"] = (hash, purpose, event, now) =>
+    Effect.flatMap(randomId("evt_"), (eventId) =>
+      storage.transact((tx) =>
+        Effect.gen(function*() {
+          const token = yield* tx.lockToken(hash, purpose)
+          if (Option.isNone(token) || !usable(token.value, now)) return undefined
+          const id = token.value.subscriptionId
+          const current = Option.getOrThrow(yield* tx.get(id))
+          const next = transition(current.status, event)
+          if (next === undefined) return undefined
+          // Confirmation links are single use; unsubscribe links stay valid so a second click still says "done".
+          if (purpose === "confirm") yield* tx.useToken(hash, now)
+          // Leaving voids every confirmation link still out, so an old mail cannot revive a later signup.
+          if (next === "unsubscribed") yield* tx.voidConfirmations(id, now)
+          const subscription = yield* tx.updateSubscription(id, next, now, undefined)
+          // The one place a subscription's event is made: in the transaction that changed it.
+          if (next !== current.status) {
+            const type = next === "active" ? "subscription.confirmed" : "subscription.unsubscribed"
+            yield* emit(tx, newEvent(eventId as EventId, type, AdminOwner, views.subscription(subscription), now))
+          }
+          return subscription
+        })
+      )).pipe(
+        Effect.flatMap((subscription) => subscription === undefined ? new InvalidToken() : Effect.succeed(subscription))
+      )
+
+  return SubscriptionStore.of({
+    findFeed: storage.findFeed,
+    listFeeds: storage.listFeeds,
+    putFeed: (name, title, now) =>
+      storage.transact((tx) =>
+        Effect.gen(function*() {
+          const existing = yield* tx.lockFeed(name)
+          const feed = Option.isNone(existing)
+            ? yield* tx.insertFeed(name, title, now)
+            : yield* tx.replaceFeed(name, title, now, existing.value.deleted)
+          return { feed, created: Option.isNone(existing) || existing.value.deleted }
+        })
+      ),
+    // A deleted feed's subscriptions end, and its confirmation links with them.
+    deleteFeed: (name, now) =>
+      storage.transact((tx) =>
+        Effect.gen(function*() {
+          if (!(yield* tx.deleteFeed(name, now))) return false
+          yield* tx.setFeedStatus(name, "unsubscribed", now)
+          yield* tx.voidFeedConfirmations(name, now)
+          return true
+        })
+      ),
+    subscribe: (request) => storage.transact((tx) => subscribeIn(tx, request)),
+    get: storage.get,
+    findByToken: (hash, purpose, now) =>
+      Effect.flatMap(
+        storage.token(hash, purpose),
+        (token) =>
+          Option.isSome(token) && usable(token.value, now)
+            ? storage.get(token.value.subscriptionId)
+            : Effect.succeedNone
+      ),
+    redeemToken,
+    claimDue: storage.claimDue,
+    markFailed: storage.markFailed,
+    listSubscriptions: storage.listSubscriptions,
+    // Signups never confirmed: tokens and outbox rows go with them.
+    purgePending: (before, limit) => storage.purge("pending", before, limit),
+    // Tokens are stored only for the subscriptions still pending: a confirmed or unsubscribed one gets no mail.
+    prepareConfirmations: (batch, now) =>
+      batch.length === 0 ? Effect.succeed([]) : storage.transact((tx) =>
+        Effect.gen(function*() {
+          const found = yield* tx.subscriptions(batch.map(({ entry }) => entry.subscriptionId))
+          const pending = new Map<number, Subscription>()
+          for (const s of found) if (s.status === "pending") pending.set(s.id, s)
+          const mails = batch.filter(({ entry }) => pending.has(entry.subscriptionId))
+          if (mails.length > 0) {
+            yield* tx.insertTokens(
+              mails.map(({ entry, tokens }) => ({ subscriptionId: entry.subscriptionId, tokens })),
+              now
+            )
+          }
+          return batch.map(({ entry }) => Option.fromNullable(pending.get(entry.subscriptionId)))
+        })
+      ),
+    markSentAll: (ids, now) => ids.length === 0 ? Effect.void : storage.markSentAll(ids, now)
+  })
+})
+
+// The store over the database's port: what every app and test wires above its SubscriptionStorage.
+export const layer = Layer.effect(SubscriptionStore, make)
+export { SubscriptionStorage } from "./SubscriptionStorage.ts"

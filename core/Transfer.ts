@@ -123,6 +123,15 @@ export const awaitsAnswer = (t: Transfer, now: DateTime.Utc, pendingLease: Durat
   (t.status === "pending" &&
     DateTime.toEpochMillis(t.createdAt) + Duration.toMillis(pendingLease) <= DateTime.toEpochMillis(now))
 
+// An `unknown` or reconciled transfer is also the answer of the keys that were waiting for its request (same
+// request hash, no answer yet): their request died before it could keep one. The request path never needs it.
+export const answersWaitingKeys = (t: Transfer): t is Transfer & { readonly requestHash: string } =>
+  t.requestHash !== undefined && (t.status === "unknown" || t.reconciledAt !== undefined)
+
+// The states an outcome may replace: a final transfer is never changed again (by a late request or a second
+// reconciler).
+export const unsettledStatuses: ReadonlyArray<TransferStatus> = ["pending", "unknown"]
+
 export class InvalidTransfer extends Schema.TaggedError<InvalidTransfer>()("InvalidTransfer", {
   param: Schema.String,
   message: Schema.String

@@ -1,7 +1,28 @@
-import { Context, type DateTime, type Effect, type Option } from "effect"
+import { Context, DateTime, Effect, Layer, Option } from "effect"
 import type { CurrencyCode } from "./Currency.ts"
-import type { IdempotencyKey, IdempotencyStart, KeptAnswer, KeyClaim, KeyRecord } from "./Idempotency.ts"
-import type { ClientId, DuplicateReference, Reference, Transfer, TransferId } from "./Transfer.ts"
+import { emit, newEvent } from "./Events.ts"
+import { EventViews } from "./EventViews.ts"
+import {
+  decideStart,
+  type IdempotencyKey,
+  IdempotencyStart,
+  KeptAnswer,
+  type KeyClaim,
+  type KeyRecord,
+  type RequestHash
+} from "./Idempotency.ts"
+import { randomId } from "./RandomId.ts"
+import {
+  answersWaitingKeys,
+  type ClientId,
+  DuplicateReference,
+  type Reference,
+  type Transfer,
+  type TransferId,
+  unsettledStatuses
+} from "./Transfer.ts"
+import { TransferStorage, type TransferTx } from "./TransferStorage.ts"
+import { type EventId, transferEventType } from "./Webhooks.ts"
 
 export interface ApiClient {
   readonly id: ClientId
@@ -14,8 +35,9 @@ export interface Balance {
   readonly amount: bigint
 }
 
-// Storage for API clients, transfers and idempotency keys. It never sees a PAN, CVC or authentication value:
-// a Transfer holds brand, last four, expiry and a keyed fingerprint only.
+// The store the use cases see for API clients, transfers and idempotency keys, made once (`layer`) over any
+// database's TransferStorage port: the rules live here, the statements there. It never sees a PAN, CVC or
+// authentication value: a Transfer holds brand, last four, expiry and a keyed fingerprint only.
 //
 // A write that takes a claim first starts its key, in the same transaction, as core/Idempotency.ts's
 // `decideStart` says; anything but Started is answered without writing the transfer. So a request with a key
@@ -74,3 +96,112 @@ export interface Unsettled {
 }
 
 export class TransferStore extends Context.Tag("TransferStore")<TransferStore, TransferStoreShape>() {}
+
+const started = IdempotencyStart.Started()
+
+// Starts the key in `tx`: inserted if new (the primary key decides between concurrent first requests), else
+// judged as stored, under the lock, and rewritten when it starts again.
+const startKey = (
+  tx: TransferTx,
+  client: ClientId,
+  claim: KeyClaim,
+  now: DateTime.Utc
+): Effect.Effect<IdempotencyStart> =>
+  Effect.flatMap(
+    tx.insertKey(client, claim, now),
+    (inserted) =>
+      inserted ? Effect.succeed(started) : Effect.flatMap(tx.lockKey(client, claim.key), (record) => {
+        // Released in between: the key is new again.
+        if (Option.isNone(record)) return startKey(tx, client, claim, now)
+        const decided = decideStart(record.value, claim, now)
+        return decided._tag === "Started"
+          ? Effect.as(tx.restartKey(client, claim, now), decided)
+          : Effect.succeed(decided)
+      })
+  )
+
+// Inserts the transfer; answers the id of the transfer holding its reference if that one was first.
+const insert = (tx: TransferTx, t: Transfer): Effect.Effect<TransferId | undefined> =>
+  Effect.flatMap(
+    tx.insertTransfer(t),
+    (inserted) =>
+      inserted ? Effect.succeed(undefined) : Effect.flatMap(tx.referenceHolder(t.clientId, t.reference), (holder) =>
+        // The competing reservation was cancelled in between (its card network failed): try again.
+        Option.isNone(holder) ? insert(tx, t) : Effect.succeed(holder.value))
+  )
+
+export const make = Effect.gen(function*() {
+  const storage = yield* TransferStorage
+  const views = yield* EventViews
+  // The one place a transfer's event is made; written in the transaction that made the transfer final.
+  const eventOf = (t: Transfer) => {
+    const type = transferEventType(t.status)
+    return type === undefined ? Effect.succeed(undefined) : Effect.map(
+      Effect.zip(randomId("evt_"), DateTime.now),
+      ([id, now]) => newEvent(id as EventId, type, t.clientId, views.transfer(t), now)
+    )
+  }
+
+  // Starts the key (if any), then writes the transfer; when it is final, keeps it as the key's answer and
+  // records its event. A taken reference leaves a started key started, for the caller to answer. Without a
+  // key, a reservation is one insert: no transaction of its own.
+  const write = (t: Transfer, claim: KeyClaim | undefined, final: boolean) =>
+    Effect.gen(function*() {
+      const event = final ? yield* eventOf(t) : undefined
+      const work = (tx: TransferTx) =>
+        Effect.gen(function*() {
+          if (claim !== undefined) {
+            const decided = yield* startKey(tx, t.clientId, claim, t.createdAt)
+            if (decided._tag !== "Started") return decided
+          }
+          const holder = yield* insert(tx, t)
+          if (holder !== undefined) return holder
+          if (final && claim !== undefined) {
+            yield* tx.keepAnswer(t.clientId, claim.key, KeptAnswer.TransferMade({ transferId: t.id }))
+          }
+          if (event !== undefined) yield* emit(tx, event)
+          return started
+        })
+      const written = claim === undefined && event === undefined ? yield* work(storage) : yield* storage.transact(work)
+      return typeof written === "string" ? yield* new DuplicateReference({ existing: written }) : written
+    })
+
+  const settle: TransferStoreShape["settle"] = (t, key) =>
+    Effect.flatMap(eventOf(t), (event) =>
+      storage.transact((tx) =>
+        Effect.gen(function*() {
+          const changed = yield* tx.updateOutcome(t, unsettledStatuses)
+          // An event only for a change this call made: a late request or a second reconciler writes nothing.
+          if (changed && event !== undefined) yield* emit(tx, event)
+          if (key !== undefined) {
+            yield* tx.keepAnswer(t.clientId, key, KeptAnswer.TransferMade({ transferId: t.id }))
+          } else if (answersWaitingKeys(t)) {
+            yield* tx.answerWaitingKeys(t.clientId, t.requestHash as RequestHash, t.id)
+          }
+        })
+      ))
+
+  return TransferStore.of({
+    createClient: storage.createClient,
+    clientByKeyHash: storage.clientByKeyHash,
+    hasClients: storage.hasClients,
+    record: (t, claim) => write(t, claim, true),
+    reserve: (t, claim) => write(t, claim, false),
+    settle,
+    cancel: (t) => storage.deleteTransfer(t.id, "pending"),
+    keep: storage.keepAnswer,
+    keyRecord: storage.keyRecord,
+    release: storage.releaseKey,
+    get: storage.get,
+    byReference: storage.byReference,
+    list: storage.list,
+    balance: storage.balance,
+    claimUnsettled: storage.claimUnsettled,
+    reconcileLater: storage.reconcileLater,
+    pruneKeys: storage.pruneKeys
+  })
+})
+
+// The store over the database's port: what every app and test wires above its TransferStorage.
+export const layer = Layer.effect(TransferStore, make)
+export { TransferStorage } from "./TransferStorage.ts"

@@ -1,4 +1,4 @@
-import { Data, DateTime, Effect, Either, Option, Random, Redacted } from "effect"
+import { Data, DateTime, Effect, Either, Equal, Option, Redacted } from "effect"
 import { isExpired, luhn } from "./Card.ts"
 import { CardFingerprints } from "./CardFingerprints.ts"
 import { type Authorization, CardNetwork, type CardNetworkUnavailable } from "./CardNetwork.ts"
@@ -13,6 +13,7 @@ import {
   requestHash
 } from "./Idempotency.ts"
 import { parseAmount } from "./Money.ts"
+import { randomId } from "./RandomId.ts"
 import { ReconcileSettings } from "./ReconcileSettings.ts"
 import {
   awaitsAnswer,
@@ -28,23 +29,7 @@ import {
 } from "./Transfer.ts"
 import { TransferStore } from "./TransferStore.ts"
 
-const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-// Five characters per draw (62^5 < 2^30): 24 characters, about 143 random bits, in five draws.
-const perDraw = 5
-export const randomId = (prefix: string) =>
-  Effect.map(
-    Effect.all(Array.from({ length: 5 }, () => Random.nextIntBetween(0, alphabet.length ** perDraw))),
-    (draws) => {
-      let id = prefix
-      for (let draw of draws) {
-        for (let i = 0; i < perDraw; i++) {
-          id += alphabet[draw % alphabet.length]
-          draw = Math.floor(draw / alphabet.length)
-        }
-      }
-      return id.slice(0, prefix.length + 24)
-    }
-  )
+export { randomId } from "./RandomId.ts"
 
 // The lasting answer to a request for a transfer: the transfer made (approved, declined, or `unknown` until
 // reconciled), or the one that already holds the reference. The same for the first request and its replays.
@@ -137,7 +122,16 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
             const kept = own
               ? KeptAnswer.TransferMade({ transferId: existing })
               : KeptAnswer.ReferenceTaken({ existing })
-            if (claim !== undefined) yield* store.keep(client, claim.key, kept)
+            if (claim !== undefined) {
+              yield* store.keep(client, claim.key, kept)
+              // The holder may have been settled `unknown` meanwhile, which answers the keys waiting for its
+              // request, this one included: the key's answer is what every retry gets, so it is this one's too.
+              const stored = yield* store.keyRecord(client, claim.key)
+              const answer = Option.isSome(stored) ? stored.value.answer : undefined
+              if (answer !== undefined && !Equal.equals(answer, kept)) {
+                return { ...(yield* replay(client, answer, requestId)), replayed: false }
+              }
+            }
             return first(
               own ? Answer.Made({ transfer: Option.getOrThrow(holder) }) : Answer.ReferenceTaken({ existing })
             )

@@ -1,6 +1,6 @@
 import { DateTime, Effect, Option } from "effect"
+import { randomId } from "./RandomId.ts"
 import { Tokens } from "./Tokens.ts"
-import { randomId } from "./Transfers.ts"
 import {
   EndpointId,
   EndpointNotFound,

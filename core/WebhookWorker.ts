@@ -1,7 +1,7 @@
 import { DateTime, Duration, Effect, FiberSet, Option, Queue, Random, Schedule } from "effect"
 import { afterFailure, attemptsAllowed, type DestinationFailure } from "./DestinationBackoff.ts"
 import { makeStorageBackoff } from "./StorageBackoff.ts"
-import { type Delivery, type EndpointId, WebhookSender, WebhookStore } from "./Webhooks.ts"
+import { type Delivery, disabledReason, type EndpointId, WebhookSender, WebhookStore } from "./Webhooks.ts"
 
 // Deliveries are leased like the mail outbox's rows: a process that dies while sending leaves them due again
 // once the lease ends (so a delivery may arrive twice, with the same webhook-id: at-least-once). The lease
@@ -43,7 +43,11 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
         if (lane.failure !== undefined) return
         const failure = afterFailure(failingSince, yield* DateTime.now, yield* Random.next)
         lane.failure = failure
-        yield* store.endpointFailing(endpoint, { ...failure, reason }, failure.giveUp)
+        yield* store.endpointFailing(
+          endpoint,
+          { ...failure, reason },
+          failure.giveUp ? disabledReason(failure.failingSince, reason) : undefined
+        )
         yield* Effect.logWarning("webhook endpoint failing", { endpoint, reason, disabled: failure.giveUp })
       })
 

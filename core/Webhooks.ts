@@ -1,4 +1,4 @@
-import { Context, type DateTime, type Effect, type Option, Schema } from "effect"
+import { Context, DateTime, type Effect, type Option, Schema } from "effect"
 
 // The events a webhook endpoint can ask for. A merchant's key owns its client's transfer.* events; the admin
 // key owns subscription.* events. No owner sees another's.
@@ -100,10 +100,12 @@ export interface WebhookStoreShape {
   readonly delivered: (ids: ReadonlyArray<number>, now: DateTime.Utc) => Effect.Effect<void>
   readonly failed: (id: number, nextAttemptAt: DateTime.Utc, reason: string) => Effect.Effect<void>
   readonly endpointRecovered: (id: EndpointId) => Effect.Effect<void>
+  // Records a live endpoint's failure (the reason's first 500 characters); with `disabledReason`, also disables
+  // it at `retryAt` with that reason (its first 600 characters).
   readonly endpointFailing: (
     id: EndpointId,
     state: { readonly failingSince: DateTime.Utc; readonly retryAt: DateTime.Utc; readonly reason: string },
-    disable: boolean
+    disabledReason: string | undefined
   ) => Effect.Effect<void>
 }
 export class WebhookStore extends Context.Tag("WebhookStore")<WebhookStore, WebhookStoreShape>() {}
@@ -129,3 +131,7 @@ export const transferEventType = (status: string): EventType | undefined => {
   const type = `transfer.${status}`
   return (eventTypes as ReadonlyArray<string>).includes(type) ? (type as EventType) : undefined
 }
+
+// Why an endpoint that kept failing was disabled, as its owner reads it.
+export const disabledReason = (failingSince: DateTime.Utc, reason: string) =>
+  `Disabled after failing since ${DateTime.formatIso(failingSince)}: ${reason}`

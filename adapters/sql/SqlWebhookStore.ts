@@ -118,15 +118,11 @@ export const make = Effect.gen(function*() {
     endpointRecovered: (id) =>
       Effect.orDie(sql`UPDATE webhook_endpoints SET failing_since = NULL, retry_at = NULL, last_error = NULL
         WHERE id = ${id}`),
-    endpointFailing: (id, state, disable) =>
+    endpointFailing: (id, state, disabledReason) =>
       Effect.orDie(sql`UPDATE webhook_endpoints SET failing_since = ${at(state.failingSince)},
         retry_at = ${at(state.retryAt)}, last_error = ${state.reason.slice(0, 500)},
-        disabled_at = ${disable ? at(state.retryAt) : null},
-        disabled_reason = ${
-        disable
-          ? `Disabled after failing since ${DateTime.formatIso(state.failingSince)}: ${state.reason}`.slice(0, 600)
-          : null
-      } WHERE id = ${id} AND disabled_at IS NULL`)
+        disabled_at = ${disabledReason === undefined ? null : at(state.retryAt)},
+        disabled_reason = ${disabledReason?.slice(0, 600) ?? null} WHERE id = ${id} AND disabled_at IS NULL`)
   }
   return shared
 })

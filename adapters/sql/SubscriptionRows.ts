@@ -1,6 +1,7 @@
 import { DateTime } from "effect"
 import { Feed } from "../../core/Feed.ts"
 import { Subscription, SubscriptionId } from "../../core/Subscription.ts"
+import type { StoredToken } from "../../core/SubscriptionStorage.ts"
 import { millisOf } from "./Dialect.ts"
 
 // Row mapping of the subscription stores (SQLite and PostgreSQL): the columns they read and the domain values
@@ -26,3 +27,10 @@ export const feedOf = (row: any) =>
   new Feed({ name: row.name, title: row.title, createdAt: utcOf(row.created_at), updatedAt: utcOf(row.updated_at) }, {
     disableValidation: true
   })
+
+const utcOrUndefined = (value: unknown) => (value === null || value === undefined ? undefined : utcOf(value))
+export const tokenOf = (row: any): StoredToken => ({
+  subscriptionId: SubscriptionId.make(Number(row.subscription_id), { disableValidation: true }),
+  expiresAt: utcOrUndefined(row.expires_at),
+  usedAt: utcOrUndefined(row.used_at)
+})

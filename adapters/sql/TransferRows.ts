@@ -110,8 +110,7 @@ export const transferRow = (t: Transfer, time: (ms: number) => number | Date) =>
   reconciled_at: t.reconciledAt === undefined ? null : time(millis(t.reconciledAt))
 })
 
-// What settle writes: the outcome, and when the reconciler settled it. `unknown` and reconciled transfers
-// also answer the keys that were waiting for them (by request hash), which the request path never needs.
+// What updateOutcome writes: the outcome, and when the reconciler settled it.
 export const outcomeRow = (t: Transfer, time: (ms: number) => number | Date) =>
   [
     t.status,
@@ -120,9 +119,6 @@ export const outcomeRow = (t: Transfer, time: (ms: number) => number | Date) =>
     t.authorizationCode ?? null,
     t.reconciledAt === undefined ? null : time(millis(t.reconciledAt))
   ] as const
-
-export const answersWaitingKeys = (t: Transfer): t is Transfer & { readonly requestHash: string } =>
-  t.requestHash !== undefined && (t.status === "unknown" || t.reconciledAt !== undefined)
 
 export interface KeyRow {
   readonly request_hash: string

@@ -15,7 +15,7 @@ import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
 import { CurrencyCode } from "../../core/Currency.ts"
 import { IdempotencyKey, IdempotencyStart, KeptAnswer, RequestHash } from "../../core/Idempotency.ts"
 import { ClientId, Reference, Transfer, TransferId } from "../../core/Transfer.ts"
-import { TransferStore } from "../../core/TransferStore.ts"
+import { layer as TransferStoreOver, TransferStore } from "../../core/TransferStore.ts"
 import { createTestDatabase, postgresEnabled } from "../support/Postgres.ts"
 import { sqliteClient, tempDir } from "./TempSqlite.ts"
 
@@ -119,7 +119,8 @@ describe("migration 0004: kept responses become kept answers", () => {
     Effect.gen(function*() {
       const dir = yield* tempDir
       const context = yield* Layer.build(
-        SqliteTransferStore.pipe(
+        TransferStoreOver.pipe(
+          Layer.provide(SqliteTransferStore),
           Layer.provide(EventViewsLive),
           Layer.provideMerge(sqliteClient(join(dir, "legacy.db")))
         )
@@ -134,7 +135,8 @@ describe("migration 0004: kept responses become kept answers", () => {
         (d) => Effect.promise(() => d.drop())
       )
       const context = yield* Layer.build(
-        PgTransferStore.pipe(
+        TransferStoreOver.pipe(
+          Layer.provide(PgTransferStore),
           Layer.provide(EventViewsLive),
           Layer.provideMerge(PgClientLayer(Redacted.make(database.url)))
         )

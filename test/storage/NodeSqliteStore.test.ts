@@ -6,12 +6,17 @@ import { Effect, Layer } from "effect"
 import { join } from "node:path"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
 import { layer as SqliteClient, type SqliteDirect } from "../../adapters/sqlite/SqliteClient.ts"
-import { subscriptionStore, transferStore } from "../../adapters/sqlite/SqliteStores.ts"
+import { subscriptionStorage, transferStorage } from "../../adapters/sqlite/SqliteStores.ts"
+import { layer as SqliteWebhookStore } from "../../adapters/sqlite/SqliteWebhookStore.ts"
 import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
 import type { EventViews } from "../../core/EventViews.ts"
+import * as SubscriptionStore from "../../core/SubscriptionStore.ts"
+import * as TransferStore from "../../core/TransferStore.ts"
+import { withSqlRawRows } from "./RawRows.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
 import { tempDir } from "./TempSqlite.ts"
 import { transferStoreContract } from "./TransferStore.contract.ts"
+import { webhookStoreContract } from "./WebhookStore.contract.ts"
 
 const onDeno = "Deno" in globalThis
 
@@ -29,8 +34,18 @@ const nodeSqliteStore =
     }))
 
 if (onDeno) {
-  subscriptionStoreContract("node:sqlite on Deno", nodeSqliteStore(subscriptionStore))
-  transferStoreContract("node:sqlite on Deno", nodeSqliteStore(transferStore))
+  subscriptionStoreContract(
+    "node:sqlite on Deno",
+    withSqlRawRows(nodeSqliteStore(Layer.provide(SubscriptionStore.layer, subscriptionStorage)))
+  )
+  transferStoreContract(
+    "node:sqlite on Deno",
+    withSqlRawRows(nodeSqliteStore(Layer.provide(TransferStore.layer, transferStorage)))
+  )
+  webhookStoreContract(
+    "node:sqlite on Deno",
+    nodeSqliteStore(Layer.merge(Layer.provide(TransferStore.layer, transferStorage), SqliteWebhookStore))
+  )
 } else {
   describe("storage contracts on node:sqlite", () => {
     it.skip("run under Deno only (npm test does): Node 20 has no node:sqlite", () => {})

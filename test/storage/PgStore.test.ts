@@ -5,21 +5,27 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Context, DateTime, Effect, Layer, Option, Redacted } from "effect"
 import { layer as PgClientLayer } from "../../adapters/postgres/PgClient.ts"
+import { layer as PgRateLimiterStore } from "../../adapters/postgres/PgRateLimiterStore.ts"
 import { layer as PgSubscriptionStore } from "../../adapters/postgres/PgSubscriptionStore.ts"
 import { layer as PgTransferStore } from "../../adapters/postgres/PgTransferStore.ts"
+import { layer as PgWebhookStore } from "../../adapters/postgres/PgWebhookStore.ts"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
 import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
 import { CurrencyCode } from "../../core/Currency.ts"
 import { Email } from "../../core/Email.ts"
 import { DefaultFeed } from "../../core/Feed.ts"
 import { IdempotencyKey, RequestHash } from "../../core/Idempotency.ts"
+import { storesOver } from "../../core/Stores.ts"
 import { MailThrottle, SubscriberName } from "../../core/Subscription.ts"
 import { SubscriptionStore } from "../../core/SubscriptionStore.ts"
 import { ClientId, Reference, Transfer, TransferId } from "../../core/Transfer.ts"
 import { TransferStore } from "../../core/TransferStore.ts"
 import { createTestDatabase, postgresEnabled, postgresSkipReason } from "../support/Postgres.ts"
+import { rateLimiterStoreContract } from "./RateLimiterStore.contract.ts"
+import { withSqlRawRows } from "./RawRows.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
 import { transferStoreContract } from "./TransferStore.contract.ts"
+import { webhookStoreContract } from "./WebhookStore.contract.ts"
 
 // A new database that lives as long as the scope (dropped with FORCE, so a pool still open cannot keep it).
 const tempDatabase = Effect.acquireRelease(
@@ -33,7 +39,7 @@ const pgClient = (url: string) => PgClientLayer(Redacted.make(url))
 
 // The storage adapters over their own pool on `url`, migrations run first (a second pool finds them done).
 const pgStoresOn = (url: string): Layer.Layer<SubscriptionStore | TransferStore | SqlClient, unknown> =>
-  Layer.merge(PgSubscriptionStore, PgTransferStore).pipe(
+  storesOver(Layer.merge(PgSubscriptionStore, PgTransferStore)).pipe(
     Layer.provide(EventViewsLive),
     Layer.provide(Layer.effectDiscard(runMigrations)),
     Layer.provideMerge(pgClient(url))
@@ -69,8 +75,29 @@ const transfer = (client: ClientId, id: string, reference: string, amount: bigin
 describe.skipIf(!postgresEnabled)(
   `PostgreSQL storage${postgresEnabled ? "" : ` (skipped: ${postgresSkipReason})`}`,
   () => {
-    subscriptionStoreContract("PostgreSQL", tempPgStores)
-    transferStoreContract("PostgreSQL", tempPgStores)
+    subscriptionStoreContract("PostgreSQL", withSqlRawRows(tempPgStores))
+    transferStoreContract("PostgreSQL", withSqlRawRows(tempPgStores))
+    webhookStoreContract(
+      "PostgreSQL",
+      () =>
+        Layer.unwrapScoped(
+          Effect.map(tempDatabase, (database) =>
+            Layer.merge(storesOver(Layer.merge(PgSubscriptionStore, PgTransferStore)), PgWebhookStore).pipe(
+              Layer.provide(EventViewsLive),
+              Layer.provide(Layer.effectDiscard(runMigrations)),
+              Layer.provide(pgClient(database.url))
+            ))
+        )
+    )
+    rateLimiterStoreContract(
+      "PostgreSQL",
+      () =>
+        Layer.unwrapScoped(Effect.map(tempDatabase, (database) =>
+          PgRateLimiterStore.pipe(
+            Layer.provide(Layer.effectDiscard(runMigrations)),
+            Layer.provideMerge(pgClient(database.url))
+          )))
+    )
 
     layer(tempPgStores())("PostgreSQL columns", (it) => {
       it.effect("amounts are exact BIGINTs, times are timestamptz to the millisecond", () =>

@@ -7,10 +7,11 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { SqliteDirect } from "../../adapters/sqlite/SqliteClient.ts"
 import { MailThrottle } from "../../core/Subscription.ts"
+import { withSqlRawRows } from "./RawRows.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
 import { sqliteClient, sqliteStoreOn, tempDir, tempSqliteStore } from "./TempSqlite.ts"
 
-subscriptionStoreContract("SQLite", tempSqliteStore)
+subscriptionStoreContract("SQLite", withSqlRawRows(tempSqliteStore))
 
 const countRows = (table: "subscriptions" | "mail_outbox") =>
   Effect.flatMap(SqlClient, (sql) => sql<{ n: unknown }>`SELECT count(*) AS n FROM ${sql(table)}`).pipe(

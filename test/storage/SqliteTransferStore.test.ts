@@ -8,10 +8,13 @@ import { CurrencyCode } from "../../core/Currency.ts"
 import { IdempotencyKey, RequestHash } from "../../core/Idempotency.ts"
 import { ClientId, Reference, Transfer, TransferId } from "../../core/Transfer.ts"
 import { TransferStore } from "../../core/TransferStore.ts"
-import { sqliteTransferStoreOn, tempDir, tempSqliteTransferStore } from "./TempSqlite.ts"
+import { withSqlRawRows } from "./RawRows.ts"
+import { sqliteTransferStoreOn, tempDir, tempSqliteTransferStore, tempSqliteWebhookStores } from "./TempSqlite.ts"
 import { transferStoreContract } from "./TransferStore.contract.ts"
+import { webhookStoreContract } from "./WebhookStore.contract.ts"
 
-transferStoreContract("SQLite", tempSqliteTransferStore)
+transferStoreContract("SQLite", withSqlRawRows(tempSqliteTransferStore))
+webhookStoreContract("SQLite", tempSqliteWebhookStores)
 
 // The amount column holds SQLite INTEGERs (so SUM adds integers, never floats), exact beyond 2^53 although
 // the driver would read them as rounded JS numbers; the adapter reads them as text.

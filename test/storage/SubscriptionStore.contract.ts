@@ -1,15 +1,15 @@
-// What every SubscriptionStore adapter must do, whatever database is behind it. The checks use the port only,
-// plus SqlClient to count rows; `makeLayer` must give a new, migrated database (with the "default" feed) each time.
-import { SqlClient } from "@effect/sql/SqlClient"
+// What every SubscriptionStore must do, whatever storage is behind it (the core's store over each adapter's
+// SubscriptionStorage port). The checks use the port only, plus RawRows to count rows; `makeLayer` must give a
+// new, migrated database (with the "default" feed) each time. Every check runs on the in-memory adapter too.
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Duration, Effect, type Layer, Option } from "effect"
-import { Dialect } from "../../adapters/sql/Dialect.ts"
 import { Email } from "../../core/Email.ts"
 import { InvalidToken } from "../../core/Errors.ts"
 import { DefaultFeed, FeedName } from "../../core/Feed.ts"
 import { Event, MailThrottle, SubscriberName, type Subscription } from "../../core/Subscription.ts"
 import { type IssuedTokens, type OutboxEntry, SubscriptionStore } from "../../core/SubscriptionStore.ts"
 import { ConfirmTokenTtl, TokenHash } from "../../core/Token.ts"
+import { count, type RawRows } from "./RawRows.ts"
 
 const T0 = Date.UTC(2025, 0, 15, 12, 0, 0)
 const at = (ms: number) => DateTime.unsafeMake(T0 + ms)
@@ -33,22 +33,7 @@ const ann = { name: SubscriberName.make("Ann"), email: Email.make("ann@example.c
 const bob = { name: SubscriberName.make("Bob"), email: Email.make("bob@example.com"), feed: DefaultFeed }
 const OtherFeed = FeedName.make("other")
 
-type Table = "subscriptions" | "mail_outbox" | "subscription_tokens"
-
-const count = (table: Table) =>
-  Effect.flatMap(SqlClient, (sql) => sql<{ n: unknown }>`SELECT count(*) AS n FROM ${sql(table)}`).pipe(
-    Effect.map((rows) => Number(rows[0]!.n)),
-    Effect.orDie
-  )
-
-// Times as the database stores them (milliseconds on SQLite, timestamptz on PostgreSQL): the dialect says how.
-const insertOtherFeed = Effect.gen(function*() {
-  const sql = yield* SqlClient
-  const { time } = yield* Dialect
-  yield* sql`INSERT INTO feeds (name, title, created_at, updated_at) VALUES (${OtherFeed}, 'Other', ${time(T0)}, ${
-    time(T0)
-  })`
-}).pipe(Effect.orDie)
+const insertOtherFeed = Effect.flatMap(SubscriptionStore, (store) => store.putFeed(OtherFeed, "Other", t0))
 
 // Token hashes as a worker would store them when it mails a confirmation at `now`.
 const issued = (label: string, now: DateTime.Utc): IssuedTokens => ({
@@ -65,10 +50,10 @@ const assertInvalidToken = (error: unknown) => {
 
 export const subscriptionStoreContract = (
   name: string,
-  makeLayer: () => Layer.Layer<SubscriptionStore | SqlClient, unknown>
+  makeLayer: () => Layer.Layer<SubscriptionStore | RawRows, unknown>
 ): void => {
   describe(`SubscriptionStore contract: ${name}`, () => {
-    const run = <A, E>(self: Effect.Effect<A, E, SubscriptionStore | SqlClient>) => Effect.provide(self, makeLayer())
+    const run = <A, E>(self: Effect.Effect<A, E, SubscriptionStore | RawRows>) => Effect.provide(self, makeLayer())
 
     // Plays the worker for `subscription`: claims its due mail, stores the tokens it would carry, marks it sent.
     const mailConfirmation = (subscription: Subscription, label: string, now: DateTime.Utc) =>

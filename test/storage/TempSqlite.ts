@@ -8,10 +8,12 @@ import { join } from "node:path"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
 import { openBetterSqlite3 } from "../../adapters/sqlite/BetterSqlite3.ts"
 import { layer as SqliteClient } from "../../adapters/sqlite/SqliteClient.ts"
-import { subscriptionStore, transferStore } from "../../adapters/sqlite/SqliteStores.ts"
+import { subscriptionStorage, transferStorage } from "../../adapters/sqlite/SqliteStores.ts"
+import { layer as SqliteWebhookStore } from "../../adapters/sqlite/SqliteWebhookStore.ts"
 import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
-import type { SubscriptionStore } from "../../core/SubscriptionStore.ts"
-import type { TransferStore } from "../../core/TransferStore.ts"
+import { layer as subscriptionStoreOver, type SubscriptionStore } from "../../core/SubscriptionStore.ts"
+import { layer as transferStoreOver, type TransferStore } from "../../core/TransferStore.ts"
+import type { WebhookStore } from "../../core/Webhooks.ts"
 
 // A temporary directory that lives as long as the scope.
 export const tempDir = Effect.acquireRelease(
@@ -25,7 +27,8 @@ export const sqliteClient = (filename: string) => SqliteClient({ filename, open:
 // The storage adapter as the app makes it (the SQLite subscription store) over one connection to `filename`, migrations run first.
 export const sqliteStoreOn = (filename: string): Layer.Layer<SubscriptionStore | SqlClient, unknown> => {
   const sql = sqliteClient(filename)
-  return subscriptionStore.pipe(
+  return subscriptionStoreOver.pipe(
+    Layer.provide(subscriptionStorage),
     Layer.provide(EventViewsLive),
     Layer.provide(Layer.effectDiscard(runMigrations)),
     Layer.provideMerge(sql)
@@ -39,7 +42,8 @@ export const tempSqliteStore = (): Layer.Layer<SubscriptionStore | SqlClient, un
 // The transfer storage adapter over one connection to `filename`, migrations run first.
 export const sqliteTransferStoreOn = (filename: string): Layer.Layer<TransferStore | SqlClient, unknown> => {
   const sql = sqliteClient(filename)
-  return transferStore.pipe(
+  return transferStoreOver.pipe(
+    Layer.provide(transferStorage),
     Layer.provide(EventViewsLive),
     Layer.provide(Layer.effectDiscard(runMigrations)),
     Layer.provideMerge(sql)
@@ -49,3 +53,14 @@ export const sqliteTransferStoreOn = (filename: string): Layer.Layer<TransferSto
 // The transfer storage adapter on a new database file in a new temporary directory.
 export const tempSqliteTransferStore = (): Layer.Layer<TransferStore | SqlClient, unknown> =>
   Layer.unwrapScoped(Effect.map(tempDir, (dir) => sqliteTransferStoreOn(join(dir, "paysub.db"))))
+
+// The transfer and webhook stores on a new database file, for the webhook store's contract.
+export const tempSqliteWebhookStores = (): Layer.Layer<TransferStore | WebhookStore, unknown> =>
+  Layer.unwrapScoped(Effect.map(tempDir, (dir) => {
+    const sql = sqliteClient(join(dir, "paysub.db"))
+    return Layer.merge(transferStoreOver.pipe(Layer.provide(transferStorage)), SqliteWebhookStore).pipe(
+      Layer.provide(EventViewsLive),
+      Layer.provide(Layer.effectDiscard(runMigrations)),
+      Layer.provide(sql)
+    )
+  }))

@@ -1,0 +1,128 @@
+import { Context, DateTime, Effect, Exit, Layer } from "effect"
+import type { NewEvent } from "../../core/Events.ts"
+import { DefaultFeed, Feed } from "../../core/Feed.ts"
+import type { KeyRecord } from "../../core/Idempotency.ts"
+import type { Subscription } from "../../core/Subscription.ts"
+import type { TokenPurpose } from "../../core/Token.ts"
+import type { Transfer } from "../../core/Transfer.ts"
+import type { ApiClient } from "../../core/TransferStore.ts"
+import type { WebhookEndpoint } from "../../core/Webhooks.ts"
+
+// The tables of the in-memory storage adapters: one process's memory, for tests and trials. Rows are
+// immutable values (a change sets a new row), so that a snapshot of the maps is a snapshot of the data and a
+// failed transaction can be undone by putting the snapshot back. One lock (a semaphore of one) serialises
+// transactions and single operations, as SQLite's write lock does.
+export interface Tables {
+  clients: Map<string, ApiClient & { readonly keyHash: string; readonly createdAt: DateTime.Utc }>
+  transfers: Map<
+    string,
+    { readonly transfer: Transfer; readonly reconcileAt?: DateTime.Utc; readonly attempts: number }
+  >
+  keys: Map<string, KeyRecord & { readonly client: string }>
+  feeds: Map<string, { readonly feed: Feed; readonly deletedAt?: DateTime.Utc }>
+  subscriptions: Map<number, { readonly subscription: Subscription; readonly emailKey: string }>
+  tokens: Map<string, {
+    readonly subscriptionId: number
+    readonly purpose: TokenPurpose
+    readonly createdAt: DateTime.Utc
+    readonly expiresAt?: DateTime.Utc
+    readonly usedAt?: DateTime.Utc
+  }>
+  outbox: Map<number, {
+    readonly subscriptionId: number
+    readonly createdAt: DateTime.Utc
+    readonly nextAttemptAt?: DateTime.Utc
+    readonly sentAt?: DateTime.Utc
+    readonly attempts: number
+    readonly lastError?: string
+  }>
+  endpoints: Map<string, WebhookEndpoint & { readonly secret: string; readonly retryAt?: DateTime.Utc }>
+  events: Map<string, NewEvent>
+  deliveries: Map<number, {
+    readonly id: number
+    readonly eventId: string
+    readonly endpointId: string
+    readonly createdAt: DateTime.Utc
+    readonly nextAttemptAt: DateTime.Utc
+    readonly deliveredAt?: DateTime.Utc
+    readonly attempts: number
+    readonly lastError?: string
+  }>
+  // The last id given per serial column.
+  serials: { subscription: number; outbox: number; delivery: number }
+}
+
+export interface MemoryDatabaseShape {
+  readonly tables: Tables
+  readonly lock: Effect.Semaphore
+}
+export class MemoryDatabase extends Context.Tag("MemoryDatabase")<MemoryDatabase, MemoryDatabaseShape>() {}
+
+const copy = (t: Tables): Tables => ({
+  clients: new Map(t.clients),
+  transfers: new Map(t.transfers),
+  keys: new Map(t.keys),
+  feeds: new Map(t.feeds),
+  subscriptions: new Map(t.subscriptions),
+  tokens: new Map(t.tokens),
+  outbox: new Map(t.outbox),
+  endpoints: new Map(t.endpoints),
+  events: new Map(t.events),
+  deliveries: new Map(t.deliveries),
+  serials: { ...t.serials }
+})
+
+// A new database, migrated: it has the default feed, as the SQL migrations make it.
+export const layer = Layer.effect(
+  MemoryDatabase,
+  Effect.gen(function*() {
+    const now = yield* DateTime.now
+    const tables = copy({
+      clients: new Map(),
+      transfers: new Map(),
+      keys: new Map(),
+      feeds: new Map([[DefaultFeed, {
+        feed: new Feed({ name: DefaultFeed, title: "Newsletter", createdAt: now, updatedAt: now })
+      }]]),
+      subscriptions: new Map(),
+      tokens: new Map(),
+      outbox: new Map(),
+      endpoints: new Map(),
+      events: new Map(),
+      deliveries: new Map(),
+      serials: { subscription: 0, outbox: 0, delivery: 0 }
+    })
+    return { tables, lock: yield* Effect.makeSemaphore(1) }
+  })
+)
+
+// A port's operations as synchronous functions over the tables.
+export type Statements<Tx> = {
+  readonly [K in keyof Tx]: Tx[K] extends (...args: infer A) => Effect.Effect<infer R> ? (t: Tables, ...args: A) => R
+    : never
+}
+
+// Runs `f` under the lock; whatever it changed is put back if it fails, dies or is interrupted.
+export const atomically = <A>(db: MemoryDatabaseShape, f: Effect.Effect<A>): Effect.Effect<A> =>
+  db.lock.withPermits(1)(Effect.suspend(() => {
+    const snapshot = copy(db.tables)
+    return Effect.onExit(f, (exit) => Effect.sync(() => Exit.isFailure(exit) && Object.assign(db.tables, snapshot)))
+  }))
+
+// The port's unit of work: `transact` under the lock, with the snapshot; each operation alone likewise.
+export const unitOfWork = <Tx extends object>(db: MemoryDatabaseShape, statements: Statements<Tx>) => {
+  const tx = {} as Record<string, unknown>
+  const own = {} as Record<string, unknown>
+  for (const name of Object.keys(statements)) {
+    const statement = (statements as any)[name] as (t: Tables, ...args: Array<unknown>) => unknown
+    tx[name] = (...args: Array<unknown>) => Effect.sync(() => statement(db.tables, ...args))
+    own[name] = (...args: Array<unknown>) => atomically(db, Effect.sync(() => statement(db.tables, ...args)))
+  }
+  const transact = <A>(work: (tx: Tx) => Effect.Effect<A>): Effect.Effect<A> => atomically(db, work(tx as Tx))
+  return { ...(own as Tx), transact }
+}
+
+export const millis = DateTime.toEpochMillis
+// Newest first by created time, then id, as the SQL stores list.
+export const newestFirst = <A extends { readonly id: string }>(createdAt: (a: A) => DateTime.Utc) => (x: A, y: A) =>
+  millis(createdAt(y)) - millis(createdAt(x)) || (x.id < y.id ? 1 : x.id > y.id ? -1 : 0)

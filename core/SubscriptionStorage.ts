@@ -1,0 +1,104 @@
+import { Context, type DateTime, type Effect, type Option } from "effect"
+import type { Email } from "./Email.ts"
+import type { EventTx } from "./Events.ts"
+import type { Feed, FeedName } from "./Feed.ts"
+import type { SubscriberName, Subscription, SubscriptionId, SubscriptionStatus } from "./Subscription.ts"
+import type { IssuedTokens, OutboxEntry, SubscriptionQuery } from "./SubscriptionStore.ts"
+import type { TokenHash, TokenPurpose } from "./Token.ts"
+
+// The port a database implements for feeds, subscriptions, their tokens and the mail outbox: statements and
+// row mapping only. Every rule (a signup is new, resent or throttled; a token is usable; which status an event
+// leads to; which events a change emits) is decided in core/SubscriptionStore.ts, once, for every database.
+// Where a decision needs the rows as they are, core runs it inside `transact`: one database transaction in
+// which the `lock*` reads hold their rows until the end (BEGIN IMMEDIATE on SQLite, FOR UPDATE on
+// PostgreSQL), and whatever core writes commits with it, durably, or not at all. Outside `transact`, each
+// operation is a transaction of its own. The unique (email key, feed) pair is the database's: insertSubscription
+// inserts unless it exists (ON CONFLICT DO NOTHING), so that concurrent first signups cannot both win.
+export interface NewSubscription {
+  readonly email: Email
+  // The address as core compares it (core/Email.ts's normalizeEmail): unique per feed.
+  readonly emailKey: string
+  readonly name: SubscriberName
+  readonly feed: FeedName
+  readonly status: SubscriptionStatus
+  readonly now: DateTime.Utc
+}
+
+export interface StoredToken {
+  readonly subscriptionId: SubscriptionId
+  readonly expiresAt: DateTime.Utc | undefined
+  readonly usedAt: DateTime.Utc | undefined
+}
+
+export interface SubscriptionTx extends EventTx {
+  // Inserts it (created and updated at `now`) unless the feed has the key; the new subscription if it did.
+  readonly insertSubscription: (subscription: NewSubscription) => Effect.Effect<Option.Option<Subscription>>
+  readonly lockSubscription: (
+    emailKey: string,
+    feed: FeedName
+  ) => Effect.Effect<Option.Option<{ readonly id: SubscriptionId; readonly status: SubscriptionStatus }>>
+  // How many confirmation mails were queued for it after `since`.
+  readonly mailsSince: (id: SubscriptionId, since: DateTime.Utc) => Effect.Effect<number>
+  // Writes status and updated time, and the name when one is given.
+  readonly updateSubscription: (
+    id: SubscriptionId,
+    status: SubscriptionStatus,
+    now: DateTime.Utc,
+    name: SubscriberName | undefined
+  ) => Effect.Effect<Subscription>
+  // Queues a confirmation mail, due at `now`.
+  readonly queueConfirmation: (id: SubscriptionId, now: DateTime.Utc) => Effect.Effect<void>
+  readonly lockToken: (hash: TokenHash, purpose: TokenPurpose) => Effect.Effect<Option.Option<StoredToken>>
+  readonly useToken: (hash: TokenHash, now: DateTime.Utc) => Effect.Effect<void>
+  // Marks used, at `now`, every unused confirm token of the subscription.
+  readonly voidConfirmations: (id: SubscriptionId, now: DateTime.Utc) => Effect.Effect<void>
+  readonly get: (id: SubscriptionId) => Effect.Effect<Option.Option<Subscription>>
+  // The feed row, deleted or not, locked.
+  readonly lockFeed: (name: FeedName) => Effect.Effect<Option.Option<{ readonly deleted: boolean }>>
+  readonly insertFeed: (name: FeedName, title: string, now: DateTime.Utc) => Effect.Effect<Feed>
+  // Writes title and updated time, undeletes it, and when `recreated` also sets its created time to `now`.
+  readonly replaceFeed: (name: FeedName, title: string, now: DateTime.Utc, recreated: boolean) => Effect.Effect<Feed>
+  // Marks a live feed deleted at `now`; false when there was none.
+  readonly deleteFeed: (name: FeedName, now: DateTime.Utc) => Effect.Effect<boolean>
+  // Sets `status` (and the updated time) on every subscription of the feed that does not have it.
+  readonly setFeedStatus: (feed: FeedName, status: SubscriptionStatus, now: DateTime.Utc) => Effect.Effect<void>
+  // Marks used, at `now`, every unused confirm token of the feed's subscriptions.
+  readonly voidFeedConfirmations: (feed: FeedName, now: DateTime.Utc) => Effect.Effect<void>
+  // The subscriptions with these ids that exist, in any order.
+  readonly subscriptions: (ids: ReadonlyArray<SubscriptionId>) => Effect.Effect<ReadonlyArray<Subscription>>
+  // Stores both token hashes of each mail, created at `now` (the unsubscribe one never expires).
+  readonly insertTokens: (
+    mails: ReadonlyArray<{ readonly subscriptionId: SubscriptionId; readonly tokens: IssuedTokens }>,
+    now: DateTime.Utc
+  ) => Effect.Effect<void>
+}
+
+export interface SubscriptionStorageShape extends SubscriptionTx {
+  // Runs `work` in one transaction. `work` only sequences the operations of `tx` (on SQLite it runs
+  // synchronously inside the transaction); a defect rolls everything back.
+  readonly transact: <A>(work: (tx: SubscriptionTx) => Effect.Effect<A>) => Effect.Effect<A>
+  readonly findFeed: (name: FeedName) => Effect.Effect<Option.Option<Feed>>
+  // Live feeds by name, and the last time any feed changed (created, updated or deleted; 0 for none).
+  readonly listFeeds: Effect.Effect<{ readonly feeds: ReadonlyArray<Feed>; readonly lastModified: DateTime.Utc }>
+  readonly token: (hash: TokenHash, purpose: TokenPurpose) => Effect.Effect<Option.Option<StoredToken>>
+  // Leases up to `limit` unsent outbox rows due at `now`, oldest due first, until `leaseUntil`. Concurrent
+  // callers never get the same row while its lease runs (SKIP LOCKED on PostgreSQL).
+  readonly claimDue: (
+    now: DateTime.Utc,
+    leaseUntil: DateTime.Utc,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<OutboxEntry>>
+  // Counts an attempt, keeps the reason (its first 500 characters), and makes the row due at `nextAttemptAt`
+  // (never again without one).
+  readonly markFailed: (id: number, nextAttemptAt: DateTime.Utc | undefined, reason: string) => Effect.Effect<void>
+  readonly markSentAll: (ids: ReadonlyArray<number>, now: DateTime.Utc) => Effect.Effect<void>
+  readonly listSubscriptions: (query: SubscriptionQuery) => Effect.Effect<ReadonlyArray<Subscription>>
+  // Deletes up to `limit` subscriptions of `status` last updated before `before`, oldest first, with their
+  // tokens and outbox rows; answers how many (rows another purge holds are skipped on PostgreSQL).
+  readonly purge: (status: SubscriptionStatus, before: DateTime.Utc, limit: number) => Effect.Effect<number>
+}
+
+export class SubscriptionStorage extends Context.Tag("SubscriptionStorage")<
+  SubscriptionStorage,
+  SubscriptionStorageShape
+>() {}

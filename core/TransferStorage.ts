@@ -1,0 +1,77 @@
+import { Context, type DateTime, type Effect, type Option } from "effect"
+import type { EventTx } from "./Events.ts"
+import type { IdempotencyKey, KeptAnswer, KeyClaim, KeyRecord, RequestHash } from "./Idempotency.ts"
+import type { ClientId, Reference, Transfer, TransferId, TransferStatus } from "./Transfer.ts"
+import type { ApiClient, Balance, Unsettled } from "./TransferStore.ts"
+
+// The port a database implements for clients, transfers and idempotency keys: statements and row mapping
+// only. Every rule (a key starts, replays, mismatches or is in progress; a reference is taken; which outcome
+// may replace which; which keys an outcome answers; which events it emits) is decided in core/TransferStore.ts,
+// once, for every database. Where a decision needs the rows as they are, core runs it inside `transact`: one
+// database transaction in which the reads hold what they read until the end (BEGIN IMMEDIATE on SQLite,
+// FOR UPDATE on PostgreSQL's `lock*` reads), and whatever core writes commits with it, durably, or not at all.
+// Outside `transact`, each operation is a transaction of its own.
+//
+// Uniqueness is the database's: insertKey and insertTransfer insert unless the row exists (ON CONFLICT DO
+// NOTHING) and answer whether they did, so that concurrent first requests, in one process or several, cannot
+// both win. The conditional writes (`from`, `status`, "without an answer") write only onto rows still in the
+// state core names, so that a late writer changes nothing. A card number, CVC or authentication value never
+// reaches this port.
+export interface TransferTx extends EventTx {
+  // Inserts the key as started at `now` by the claim's request, unless the client has it; true if it did.
+  readonly insertKey: (client: ClientId, claim: KeyClaim, now: DateTime.Utc) => Effect.Effect<boolean>
+  // The key as stored, locked until the transaction ends.
+  readonly lockKey: (client: ClientId, key: IdempotencyKey) => Effect.Effect<Option.Option<KeyRecord>>
+  // Rewrites the key whole as started at `now` by the claim's request, with no answer.
+  readonly restartKey: (client: ClientId, claim: KeyClaim, now: DateTime.Utc) => Effect.Effect<void>
+  // Writes the answer onto the key if it has none.
+  readonly keepAnswer: (client: ClientId, key: IdempotencyKey, answer: KeptAnswer) => Effect.Effect<void>
+  // Answers every key of the client with this request hash and no answer with TransferMade(transfer).
+  readonly answerWaitingKeys: (client: ClientId, hash: RequestHash, transfer: TransferId) => Effect.Effect<void>
+  // Deletes the key if it has no answer.
+  readonly releaseKey: (client: ClientId, key: IdempotencyKey) => Effect.Effect<void>
+  // Inserts the transfer unless its client has its reference; true if it did.
+  readonly insertTransfer: (transfer: Transfer) => Effect.Effect<boolean>
+  readonly referenceHolder: (client: ClientId, reference: Reference) => Effect.Effect<Option.Option<TransferId>>
+  // Writes the transfer's status, failure, authorization code and reconciled time, and ends its reconciliation
+  // lease, if its stored status is one of `from`; true if it did.
+  readonly updateOutcome: (transfer: Transfer, from: ReadonlyArray<TransferStatus>) => Effect.Effect<boolean>
+  // Deletes the transfer if its stored status is `status`.
+  readonly deleteTransfer: (id: TransferId, status: TransferStatus) => Effect.Effect<void>
+}
+
+export interface TransferStorageShape extends TransferTx {
+  // Runs `work` in one transaction. `work` only sequences the operations of `tx` (on SQLite it runs
+  // synchronously inside the transaction); a defect rolls everything back.
+  readonly transact: <A>(work: (tx: TransferTx) => Effect.Effect<A>) => Effect.Effect<A>
+  readonly createClient: (client: ApiClient, keyHash: string, now: DateTime.Utc) => Effect.Effect<void>
+  readonly clientByKeyHash: (keyHash: string) => Effect.Effect<Option.Option<ApiClient>>
+  readonly hasClients: Effect.Effect<boolean>
+  // The key as stored, read without a lock (a read sees only what is durable).
+  readonly keyRecord: (client: ClientId, key: IdempotencyKey) => Effect.Effect<Option.Option<KeyRecord>>
+  readonly get: (client: ClientId, id: TransferId) => Effect.Effect<Option.Option<Transfer>>
+  readonly byReference: (client: ClientId, reference: Reference) => Effect.Effect<Option.Option<Transfer>>
+  // Newest first by created time, then id: those after `startingAfter` (of this client), at most limit + 1
+  // read, so `hasMore` says whether more follow.
+  readonly list: (
+    client: ClientId,
+    query: { readonly reference?: Reference; readonly limit: number; readonly startingAfter?: TransferId }
+  ) => Effect.Effect<{ readonly data: ReadonlyArray<Transfer>; readonly hasMore: boolean }>
+  // Sums of `approved` transfers per recipient merchant and currency, exact, ordered by both.
+  readonly balance: (client: ClientId) => Effect.Effect<ReadonlyArray<Balance>>
+  // Leases up to `limit` transfers, oldest first, until `leaseUntil`: `unknown` ones and `pending` ones
+  // created at or before `pendingBefore`, whose lease is unset or over at `now`. Concurrent callers never get
+  // the same transfer while its lease runs (SKIP LOCKED on PostgreSQL).
+  readonly claimUnsettled: (
+    now: DateTime.Utc,
+    pendingBefore: DateTime.Utc,
+    leaseUntil: DateTime.Utc,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<Unsettled>>
+  // Writes the attempts and the next lease end of a transfer still `pending` or `unknown`.
+  readonly reconcileLater: (id: TransferId, attempts: number, next: DateTime.Utc) => Effect.Effect<void>
+  // Deletes up to `limit` keys started before `before`; answers how many.
+  readonly pruneKeys: (before: DateTime.Utc, limit: number) => Effect.Effect<number>
+}
+
+export class TransferStorage extends Context.Tag("TransferStorage")<TransferStorage, TransferStorageShape>() {}

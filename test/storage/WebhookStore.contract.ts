@@ -1,0 +1,198 @@
+// What every WebhookStore must do, with the events the transfer store writes (the core's rules over each
+// adapter's TransferStorage): endpoints per owner, an event per final transfer with a delivery for each of the
+// owner's live endpoints that asked for its type, deliveries claimed once, and the endpoint's backoff.
+import { assert, describe, it } from "@effect/vitest"
+import { DateTime, Duration, Effect, type Layer, Option } from "effect"
+import { CurrencyCode } from "../../core/Currency.ts"
+import { ClientId, Reference, Transfer, TransferId } from "../../core/Transfer.ts"
+import { TransferStore } from "../../core/TransferStore.ts"
+import { EndpointId, WebhookStore } from "../../core/Webhooks.ts"
+
+const T0 = Date.UTC(2025, 0, 15, 12, 0, 0)
+const at = (ms: number) => DateTime.unsafeMake(T0 + ms)
+const client = ClientId.make(`cl_${"hooks".padEnd(24, "x")}`)
+const other = ClientId.make(`cl_${"other".padEnd(24, "x")}`)
+const endpointId = (label: string) => EndpointId.make(`we_${label.padEnd(24, "x")}`)
+const transfer = (label: string, status: "approved" | "declined", owner = client) =>
+  new Transfer({
+    id: TransferId.make(`tr_${label.padEnd(24, "x")}`),
+    clientId: owner,
+    reference: Reference.make(`ref-${label}`),
+    amount: 100n,
+    currency: CurrencyCode.make("USD"),
+    status,
+    sender: {
+      first_name: "Ann",
+      email: "ann@example.com",
+      card: { brand: "visa", last4: "4242", exp_month: 12, exp_year: 2030, fingerprint: "fp" }
+    },
+    recipient: { first_name: "Bob", email: "bob@example.com", merchant_id: "m" },
+    ...(status === "declined" ? { failure: { code: "card_declined" as const } } : { authorizationCode: "A" }),
+    createdAt: at(0)
+  })
+
+export const webhookStoreContract = (
+  name: string,
+  makeLayer: () => Layer.Layer<WebhookStore | TransferStore, unknown>
+): void => {
+  describe(`WebhookStore contract: ${name}`, () => {
+    // Both clients exist first: a transfer names its client.
+    const clients = Effect.flatMap(
+      TransferStore,
+      (store) => Effect.forEach([client, other], (id) => store.createClient({ id, name: id }, `hash-${id}`, at(0)))
+    )
+    const run = <A, E>(self: Effect.Effect<A, E, WebhookStore | TransferStore>) =>
+      Effect.provide(Effect.zipRight(clients, self), makeLayer())
+    const endpoint = (label: string, enabledEvents: ReadonlyArray<string>, owner: string = client, created = 0) =>
+      Effect.flatMap(WebhookStore, (store) =>
+        store.createEndpoint({
+          id: endpointId(label),
+          owner,
+          url: `https://hooks.example/${label}`,
+          enabledEvents,
+          createdAt: at(created)
+        }, `whsec_${label}`))
+
+    it.effect("endpoints are per owner: created, listed newest first, found, re-keyed and deleted", () =>
+      run(Effect.gen(function*() {
+        const store = yield* WebhookStore
+        yield* endpoint("one", ["*"], client, 0)
+        yield* endpoint("two", ["transfer.approved"], client, 1)
+        yield* endpoint("theirs", ["*"], other, 2)
+        assert.deepStrictEqual((yield* store.listEndpoints(client)).map((e) => e.id), [
+          endpointId("two"),
+          endpointId("one")
+        ])
+        const two = Option.getOrThrow(yield* store.getEndpoint(client, endpointId("two")))
+        assert.deepStrictEqual(two.enabledEvents, ["transfer.approved"])
+        assert.strictEqual(two.disabledAt, undefined)
+        assert.isTrue(Option.isNone(yield* store.getEndpoint(client, endpointId("theirs"))))
+        assert.isTrue(yield* store.setSecret(client, endpointId("one"), "whsec_new"))
+        assert.isFalse(yield* store.setSecret(client, endpointId("theirs"), "whsec_new"))
+        assert.strictEqual(Option.getOrThrow(yield* store.target(endpointId("one"))).secret, "whsec_new")
+        assert.isFalse(yield* store.deleteEndpoint(client, endpointId("theirs")))
+        assert.isTrue(yield* store.deleteEndpoint(client, endpointId("one")))
+        assert.lengthOf(yield* store.listEndpoints(client), 1)
+      })))
+
+    it.effect("a final transfer's event goes to the owner's live endpoints that asked for its type", () =>
+      run(Effect.gen(function*() {
+        const store = yield* WebhookStore
+        const transfers = yield* TransferStore
+        yield* endpoint("all", ["*"])
+        yield* endpoint("approved", ["transfer.approved"])
+        yield* endpoint("declined", ["transfer.declined"])
+        yield* endpoint("disabled", ["*"])
+        yield* endpoint("theirs", ["*"], other)
+        yield* store.endpointFailing(endpointId("disabled"), {
+          failingSince: at(0),
+          retryAt: at(1),
+          reason: "HTTP 500"
+        }, "Disabled after failing: HTTP 500")
+        const disabled = Option.getOrThrow(yield* store.getEndpoint(client, endpointId("disabled")))
+        assert.strictEqual(disabled.disabledReason, "Disabled after failing: HTTP 500")
+        assert.strictEqual(DateTime.toEpochMillis(disabled.disabledAt!), T0 + 1)
+        yield* transfers.record(transfer("paid", "approved"))
+        const { data, hasMore } = yield* store.listEvents(client, { limit: 10 })
+        assert.isFalse(hasMore)
+        assert.lengthOf(data, 1)
+        const event = data[0]!
+        assert.strictEqual(event.type, "transfer.approved")
+        const body = JSON.parse(event.body)
+        assert.strictEqual(body.id, event.id)
+        assert.strictEqual(body.type, "transfer.approved")
+        assert.isDefined(body.data.object)
+        assert.deepStrictEqual(Option.getOrThrow(yield* store.getEvent(client, event.id)), event)
+        assert.isTrue(Option.isNone(yield* store.getEvent(other, event.id)))
+        assert.lengthOf((yield* store.listEvents(other, { limit: 10 })).data, 0)
+        const now = DateTime.unsafeMake(Date.now() + 1000)
+        const due = yield* store.dueEndpoints(now, 10)
+        assert.sameMembers([...due], [endpointId("all"), endpointId("approved")])
+        const claimed = yield* store.claim(endpointId("all"), now, DateTime.addDuration(now, Duration.minutes(1)), 10)
+        assert.lengthOf(claimed, 1)
+        assert.strictEqual(claimed[0]!.eventId, event.id)
+        assert.strictEqual(claimed[0]!.body, event.body)
+        // Leased: not due again before the lease ends.
+        assert.lengthOf(yield* store.claim(endpointId("all"), now, now, 10), 0)
+        yield* store.delivered([claimed[0]!.id], now)
+        assert.lengthOf(yield* store.claim(endpointId("all"), DateTime.addDuration(now, Duration.hours(1)), now, 10), 0)
+        // A declined transfer tells its own type.
+        yield* transfers.record(transfer("refused", "declined"))
+        const types = (yield* store.listEvents(client, { limit: 10 })).data.map((e) => e.type)
+        assert.sameMembers([...types], ["transfer.approved", "transfer.declined"])
+        assert.lengthOf((yield* store.listEvents(client, { limit: 10, type: "transfer.declined" })).data, 1)
+      })))
+
+    it.effect("a failed delivery is due again at its next attempt; a failing endpoint waits for its retry time", () =>
+      run(Effect.gen(function*() {
+        const store = yield* WebhookStore
+        const transfers = yield* TransferStore
+        yield* endpoint("flaky", ["*"])
+        yield* transfers.record(transfer("one", "approved"))
+        const now = DateTime.unsafeMake(Date.now() + 1000)
+        const later = DateTime.addDuration(now, Duration.minutes(5))
+        const [delivery] = yield* store.claim(
+          endpointId("flaky"),
+          now,
+          DateTime.addDuration(now, Duration.minutes(1)),
+          10
+        )
+        yield* store.failed(delivery!.id, later, "HTTP 503")
+        yield* store.endpointFailing(
+          endpointId("flaky"),
+          { failingSince: now, retryAt: later, reason: "HTTP 503" },
+          undefined
+        )
+        assert.lengthOf(yield* store.dueEndpoints(DateTime.addDuration(now, Duration.minutes(2)), 10), 0)
+        assert.deepStrictEqual([...(yield* store.dueEndpoints(later, 10))], [endpointId("flaky")])
+        const target = Option.getOrThrow(yield* store.target(endpointId("flaky")))
+        assert.isFalse(target.disabled)
+        assert.strictEqual(DateTime.toEpochMillis(target.retryAt!), DateTime.toEpochMillis(later))
+        const [again] = yield* store.claim(
+          endpointId("flaky"),
+          later,
+          DateTime.addDuration(later, Duration.minutes(1)),
+          10
+        )
+        assert.strictEqual(again!.attempts, 1)
+        yield* store.endpointRecovered(endpointId("flaky"))
+        assert.isUndefined(Option.getOrThrow(yield* store.target(endpointId("flaky"))).retryAt)
+      })))
+
+    it.effect("resend makes a new delivery of an owner's event to an owner's endpoint only", () =>
+      run(Effect.gen(function*() {
+        const store = yield* WebhookStore
+        const transfers = yield* TransferStore
+        yield* endpoint("late", ["transfer.declined"])
+        yield* endpoint("theirs", ["*"], other)
+        yield* transfers.record(transfer("x", "approved"))
+        const [event] = (yield* store.listEvents(client, { limit: 1 })).data
+        const now = DateTime.unsafeMake(Date.now() + 1000)
+        assert.lengthOf(yield* store.dueEndpoints(now, 10), 0)
+        assert.isFalse(yield* store.resend(client, event!.id, endpointId("theirs"), now))
+        assert.isFalse(yield* store.resend(other, event!.id, endpointId("theirs"), now))
+        assert.isTrue(yield* store.resend(client, event!.id, endpointId("late"), now))
+        assert.lengthOf(
+          yield* store.claim(endpointId("late"), now, DateTime.addDuration(now, Duration.minutes(1)), 10),
+          1
+        )
+      })))
+
+    it.effect("concurrent claims of one endpoint hand out each delivery once", () =>
+      run(Effect.gen(function*() {
+        const store = yield* WebhookStore
+        const transfers = yield* TransferStore
+        yield* endpoint("busy", ["*"])
+        for (let i = 0; i < 12; i++) yield* transfers.record(transfer(`t${i}`, "approved"))
+        const now = DateTime.unsafeMake(Date.now() + 1000)
+        const lease = DateTime.addDuration(now, Duration.minutes(1))
+        const batches = yield* Effect.all(
+          Array.from({ length: 6 }, () => store.claim(endpointId("busy"), now, lease, 4)),
+          { concurrency: "unbounded" }
+        )
+        const ids = batches.flat().map((d) => d.id)
+        assert.strictEqual(ids.length, 12)
+        assert.strictEqual(new Set(ids).size, 12)
+      })))
+  })
+}
