@@ -39,8 +39,8 @@ export default tseslint.config(
       }]
     }
   },
-  // Adapters only store and send: every decision is core's (docs/decisions/0035-storage-ports-as-units-of-work.md). They import the core's
-  // schemas, types and ports, never one of its rules or the stores made over the storage ports.
+  // Adapters only store and send: every decision is core's (docs/decisions/0035). They import the core's schemas,
+  // types and ports, never one of its rules or the stores made over the storage ports.
   {
     files: ["adapters/**/*.ts"],
     rules: {
@@ -71,7 +71,7 @@ export default tseslint.config(
             "make",
             "layer"
           ],
-          message: "adapters only store and send: this is a core rule (docs/decisions/0035-storage-ports-as-units-of-work.md)"
+          message: "adapters only store and send: this is a core rule (docs/decisions/0035)"
         }]
       }]
     }
