@@ -42,6 +42,9 @@ const fromIssue = (issue: DecodeIssue | undefined): ApiError => {
   }
   const param = path.map(String).join(".")
   if (issue._tag === "Missing") return apiError("parameter_missing", `Missing required parameter: ${param}.`, { param })
+  if (issue._tag === "Unexpected") {
+    return apiError("parameter_unknown", `Received unknown parameter: ${param}.`, { param })
+  }
   const field = String(path[path.length - 1])
   const text = Object.hasOwn(expected, field) ? `${param} ${expected[field]}` : `${param} has the wrong type or format.`
   const message = effectsOwn.test(issue.message) ? text : issue.message

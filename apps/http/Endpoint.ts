@@ -7,6 +7,7 @@ import {
   UrlParams
 } from "@effect/platform"
 import { Context, Effect, Either, Option, Runtime, Schema } from "effect"
+import type { ParseOptions } from "effect/SchemaAST"
 import { type ApiError, apiError, isApiError, statusOf } from "./ApiError.ts"
 import { middlewaresOf } from "./ApiHandlers.ts"
 import { fromParseError } from "./DecodeErrors.ts"
@@ -51,13 +52,18 @@ type Decoder = (
 
 // The spec's schemas are synchronous: decoded to an Either, without an Effect step per schema. A failure becomes
 // the error body at once: the issue tree, which holds the input, is dropped here.
-const decoder = (schema: Schema.Schema<any, any, any>): Decoder => {
-  const decode = Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown, never>)
+const decoder = (schema: Schema.Schema<any, any, any>, options?: ParseOptions): Decoder => {
+  const decode = Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown, never>, options)
   return (input, use) => {
     const result = decode(input)
     return Either.isLeft(result) ? Effect.fail(fromParseError(result.left)) : use(result.right)
   }
 }
+
+// Payloads and queries name only the members their schemas declare: another one is refused (400
+// parameter_unknown), as the document's `additionalProperties: false` says. A schema whose input comes from
+// elsewhere (a page's link, which mail and trackers may extend) says so with its own parseOptions annotation.
+const declaredOnly: ParseOptions = { onExcessProperty: "error" }
 
 const queryRecord = (query: string) => UrlParams.toRecord(UrlParams.fromInput(new URLSearchParams(query)))
 
@@ -137,10 +143,10 @@ export const compileEndpoint = (
     : item.handler
   const encode = successEncoder(endpoint.successSchema)
   const form = Option.getOrUndefined(Context.getOption(endpoint.annotations, HtmlForm))
-  const decodePath = Option.getOrUndefined(Option.map(endpoint.pathSchema, decoder))
-  const decodePayload = Option.getOrUndefined(Option.map(endpoint.payloadSchema, decoder))
-  const decodeHeaders = Option.getOrUndefined(Option.map(endpoint.headersSchema, decoder))
-  const decodeQuery = Option.getOrUndefined(Option.map(endpoint.urlParamsSchema, decoder))
+  const decodePath = Option.getOrUndefined(Option.map(endpoint.pathSchema, (s) => decoder(s)))
+  const decodePayload = Option.getOrUndefined(Option.map(endpoint.payloadSchema, (s) => decoder(s, declaredOnly)))
+  const decodeHeaders = Option.getOrUndefined(Option.map(endpoint.headersSchema, (s) => decoder(s)))
+  const decodeQuery = Option.getOrUndefined(Option.map(endpoint.urlParamsSchema, (s) => decoder(s, declaredOnly)))
   // A payload whose every field is optional may be left out: no body is then no fields.
   const optionalPayload = Option.exists(
     endpoint.payloadSchema,

@@ -20,6 +20,14 @@ const withoutDecodeError = (schema: any) => {
   return anyOf.length === 0 ? { $ref: BadRequestRef } : { ...schema, anyOf }
 }
 
+const resolve = (spec: Record<string, any>, schema: any): any =>
+  typeof schema?.$ref === "string" ? resolve(spec, spec.components.schemas[schema.$ref.split("/").pop()]) : schema
+const requiresMember = (spec: Record<string, any>, schema: any): boolean => {
+  const s = resolve(spec, schema)
+  if (Array.isArray(s?.anyOf)) return s.anyOf.every((m: any) => requiresMember(spec, m))
+  return Array.isArray(s?.required) && s.required.length > 0
+}
+
 export const pipelineAnswers = (document: Record<string, any>): Record<string, any> => {
   const spec = structuredClone(document)
   for (const [path, item] of Object.entries<any>(spec.paths)) {
@@ -29,6 +37,10 @@ export const pipelineAnswers = (document: Record<string, any>): Record<string, a
         if (json !== undefined) json.schema = withoutDecodeError(json.schema)
       }
       if (operation.requestBody !== undefined) {
+        // A body whose schema requires no member may be left out, as the pipeline serves it (Endpoint.ts).
+        operation.requestBody.required = Object.values<any>(operation.requestBody.content).some((media) =>
+          requiresMember(spec, media.schema)
+        )
         operation.responses["413"] ??= errorResponse(ErrorCatalog.body_too_large.summary)
         operation.responses["415"] ??= errorResponse(ErrorCatalog.unsupported_media_type.summary)
       }

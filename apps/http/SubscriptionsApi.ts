@@ -43,13 +43,21 @@ export class SubscriptionEnvelope extends Schema.Class<SubscriptionEnvelope>("Su
 }) {}
 
 const Html = HttpApiSchema.Text({ contentType: "text/html" })
-const TokenParams = Schema.Struct({ token: Schema.String })
+// The query of a page people reach by a link: mail clients and trackers may add to it (utm_source...), so what
+// the page does not read is ignored rather than refused.
+const linkParams = { parseOptions: { onExcessProperty: "ignore" } } as const
+const TokenParams = Schema.Struct({ token: Schema.String }).annotations(linkParams)
 // Confirm and unsubscribe take the token from the query (the links in the mail), from a form field (a page's
 // hidden field) or from a JSON body: one of them, or both with the same value.
 const OptionalToken = Schema.Struct({ token: Schema.optional(Schema.String) })
+// A mail client's one-click unsubscribe (RFC 8058) posts `List-Unsubscribe=One-Click` to the link.
+const TokenFields = Schema.Struct({
+  ...OptionalToken.fields,
+  "List-Unsubscribe": Schema.optional(Schema.Literal("One-Click"))
+})
 export const TokenPayload = Schema.Union(
-  HttpApiSchema.withEncoding(OptionalToken, { kind: "UrlParams" }),
-  OptionalToken
+  HttpApiSchema.withEncoding(TokenFields, { kind: "UrlParams" }),
+  TokenFields
 )
 
 // One schema, two encodings: browsers post forms, programs post JSON.
@@ -97,7 +105,7 @@ export class SubscriptionsApi extends HttpApiGroup.make("subscriptions")
   )
   .add(
     HttpApiEndpoint.get("signupPage", "/subscribe")
-      .setUrlParams(Schema.Struct({ feed: Schema.optional(Schema.String) }))
+      .setUrlParams(Schema.Struct({ feed: Schema.optional(Schema.String) }).annotations(linkParams))
       .addSuccess(Html)
       .addError(NotFound)
   )
