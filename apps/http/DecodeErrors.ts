@@ -38,7 +38,7 @@ export interface DecodeIssue {
 // An unknown member is named as Stripe names it, when its name is one a parameter could have: a name is input
 // too, and one that is not (a JSON text posted as a form's field name) would repeat the request.
 const memberName = /^[A-Za-z][\w-]{0,63}$/
-const unknownParameter = (path: ReadonlyArray<PropertyKey>): ApiError => {
+export const unknownParameter = (path: ReadonlyArray<PropertyKey>): ApiError => {
   const names = path.map(String)
   if (names.every((name) => memberName.test(name) || /^\d{1,4}$/.test(name))) {
     const param = names.join(".")

@@ -10,7 +10,7 @@ import { Context, Effect, Either, Option, Runtime, Schema } from "effect"
 import type { ParseOptions } from "effect/SchemaAST"
 import { type ApiError, apiError, isApiError, statusOf } from "./ApiError.ts"
 import { middlewaresOf } from "./ApiHandlers.ts"
-import { fromParseError } from "./DecodeErrors.ts"
+import { fromParseError, unknownParameter } from "./DecodeErrors.ts"
 import { acceptedBodies, unparsableBody } from "./Edge.ts"
 import { jsonDepthWithin, MaxJsonDepth } from "./JsonDepth.ts"
 import { prefersHtml } from "./Pages.ts"
@@ -64,6 +64,11 @@ const decoder = (schema: Schema.Schema<any, any, any>, options?: ParseOptions): 
 // parameter_unknown), as the document's `additionalProperties: false` says. A schema whose input comes from
 // elsewhere (a page's link, which mail and trackers may extend) says so with its own parseOptions annotation.
 const declaredOnly: ParseOptions = { onExcessProperty: "error" }
+
+const noQuery: Decoder = (input, use) => {
+  const [name] = Object.keys(input as object)
+  return name === undefined ? use({}) : Effect.fail(unknownParameter([name]))
+}
 
 const queryRecord = (query: string) => UrlParams.toRecord(UrlParams.fromInput(new URLSearchParams(query)))
 
@@ -146,7 +151,12 @@ export const compileEndpoint = (
   const decodePath = Option.getOrUndefined(Option.map(endpoint.pathSchema, (s) => decoder(s)))
   const decodePayload = Option.getOrUndefined(Option.map(endpoint.payloadSchema, (s) => decoder(s, declaredOnly)))
   const decodeHeaders = Option.getOrUndefined(Option.map(endpoint.headersSchema, (s) => decoder(s)))
-  const decodeQuery = Option.getOrUndefined(Option.map(endpoint.urlParamsSchema, (s) => decoder(s, declaredOnly)))
+  // An API call with a key and no query schema takes no query member at all; a public endpoint without one
+  // (health, the documents, the feeds, the pages) ignores its query, as its document says (a free-form query).
+  const decodeQuery = Option.match(endpoint.urlParamsSchema, {
+    onNone: () => middlewaresOf(group, endpoint).length > 0 ? noQuery : undefined,
+    onSome: (s) => decoder(s, declaredOnly)
+  })
   // A payload whose every field is optional may be left out: no body is then no fields.
   const optionalPayload = Option.exists(
     endpoint.payloadSchema,

@@ -82,11 +82,24 @@ const Examples: Readonly<Record<string, string>> = {
 // What one endpoint answers beyond its schemas, stated where it is declared: statuses that also come as pages
 // or files (HttpApi declares a text success only under JSON when a JSON one shares its status), and header
 // fields of some answers, by status.
+const IgnoredQuery = {
+  name: "ignored",
+  in: "query",
+  required: false,
+  style: "form",
+  explode: true,
+  description: "A public resource ignores query members it does not take (cache busters, a link's tracking).",
+  schema: { type: "object", additionalProperties: { type: "string" } }
+}
+
 interface Answers {
+  // A page reached by a link: the query members it does not read are ignored (SubscriptionsApi's linkParams).
+  readonly linkQuery?: true
   readonly pages?: Readonly<Record<number, ReadonlyArray<"text/html" | "text/csv">>>
   readonly headers?: Readonly<Record<number, ReadonlyArray<HeaderName>>>
 }
 const answers = (extra: Answers) => (operation: Record<string, any>) => {
+  if (extra.linkQuery) operation.parameters = [...operation.parameters, IgnoredQuery]
   for (const [status, types] of Object.entries(extra.pages ?? {})) {
     const response = operation.responses[status] ??= { description: "A page" }
     response.content ??= {}
@@ -144,6 +157,11 @@ export const pipelineAnswers = (document: Record<string, any>): Record<string, a
         if (json !== undefined) json.schema = withoutDecodeError(json.schema)
       }
       responses["400"] ??= errorResponse(ErrorCatalog.host_invalid.summary)
+      // A public operation without query parameters ignores its query (the pipeline, Endpoint.ts): said so.
+      const query = (operation.parameters ?? []).some((p: any) => p.in === "query")
+      if (!query && (operation.security ?? []).length === 0) {
+        operation.parameters = [...(operation.parameters ?? []), IgnoredQuery]
+      }
       if (operation.requestBody !== undefined) {
         // A body whose schema requires no member may be left out, as the pipeline serves it (Endpoint.ts).
         operation.requestBody.required = Object.values<any>(operation.requestBody.content).some((media) =>

@@ -132,7 +132,7 @@ export class SubscriptionsApi extends HttpApiGroup.make("subscriptions")
       .annotateContext(documented(
         "The signup page",
         "The page with the signup form for a feed (the default one when feed is left out); an unknown feed is a 404 page.",
-        { pages: { 404: ["text/html"] } }
+        { pages: { 404: ["text/html"] }, linkQuery: true }
       ))
   )
   .add(
@@ -141,7 +141,7 @@ export class SubscriptionsApi extends HttpApiGroup.make("subscriptions")
     ).annotateContext(documented(
       "The confirmation page",
       "The page the confirmation mail links to: it shows a button that POSTs to the same URL. GET changes nothing (mail scanners prefetch links). An unknown, used or expired token is a 404 page.",
-      { pages: { 404: ["text/html"] } }
+      { pages: { 404: ["text/html"] }, linkQuery: true }
     ))
   )
   .add(
@@ -164,7 +164,7 @@ export class SubscriptionsApi extends HttpApiGroup.make("subscriptions")
       .annotateContext(documented(
         "The unsubscribe page",
         "The page a mail's unsubscribe link leads to: a button that POSTs to the same URL. GET changes nothing. An unknown or expired token is a 404 page.",
-        { pages: { 404: ["text/html"] } }
+        { pages: { 404: ["text/html"] }, linkQuery: true }
       ))
   )
   .add(

@@ -996,6 +996,10 @@ export interface operations {
         readonly parameters: {
             readonly query?: {
                 readonly feed?: string;
+                /** @description A public resource ignores query members it does not take (cache busters, a link's tracking). */
+                readonly ignored?: {
+                    readonly [key: string]: string;
+                };
             };
             readonly header?: never;
             readonly path?: never;
@@ -1116,7 +1120,12 @@ export interface operations {
     };
     readonly "subscriptions.subscribe": {
         readonly parameters: {
-            readonly query?: never;
+            readonly query?: {
+                /** @description A public resource ignores query members it does not take (cache busters, a link's tracking). */
+                readonly ignored?: {
+                    readonly [key: string]: string;
+                };
+            };
             readonly header?: never;
             readonly path?: never;
             readonly cookie?: never;
@@ -1398,6 +1407,10 @@ export interface operations {
         readonly parameters: {
             readonly query?: {
                 readonly feed?: string;
+                /** @description A public resource ignores query members it does not take (cache busters, a link's tracking). */
+                readonly ignored?: {
+                    readonly [key: string]: string;
+                };
             };
             readonly header?: never;
             readonly path?: never;
@@ -1500,6 +1513,10 @@ export interface operations {
         readonly parameters: {
             readonly query: {
                 readonly token: string;
+                /** @description A public resource ignores query members it does not take (cache busters, a link's tracking). */
+                readonly ignored?: {
+                    readonly [key: string]: string;
+                };
             };
             readonly header?: never;
             readonly path?: never;
@@ -1866,6 +1883,10 @@ export interface operations {
         readonly parameters: {
             readonly query: {
                 readonly token: string;
+                /** @description A public resource ignores query members it does not take (cache busters, a link's tracking). */
+                readonly ignored?: {
+                    readonly [key: string]: string;
+                };
             };
             readonly header?: never;
             readonly path?: never;
@@ -1968,6 +1989,10 @@ export interface operations {
         readonly parameters: {
             readonly query: {
                 readonly token: string;
+                /** @description A public resource ignores query members it does not take (cache busters, a link's tracking). */
+                readonly ignored?: {
+                    readonly [key: string]: string;
+                };
             };
             readonly header?: never;
             readonly path?: never;
@@ -2334,6 +2359,10 @@ export interface operations {
         readonly parameters: {
             readonly query: {
                 readonly token: string;
+                /** @description A public resource ignores query members it does not take (cache busters, a link's tracking). */
+                readonly ignored?: {
+                    readonly [key: string]: string;
+                };
             };
             readonly header?: never;
             readonly path?: never;
@@ -3059,7 +3088,12 @@ export interface operations {
     };
     readonly "feeds.list": {
         readonly parameters: {
-            readonly query?: never;
+            readonly query?: {
+                /** @description A public resource ignores query members it does not take (cache busters, a link's tracking). */
+                readonly ignored?: {
+                    readonly [key: string]: string;
+                };
+            };
             readonly header?: {
                 readonly "if-none-match"?: string;
                 readonly "if-modified-since"?: string;
@@ -3225,7 +3259,12 @@ export interface operations {
     };
     readonly "feeds.list.head": {
         readonly parameters: {
-            readonly query?: never;
+            readonly query?: {
+                /** @description A public resource ignores query members it does not take (cache busters, a link's tracking). */
+                readonly ignored?: {
+                    readonly [key: string]: string;
+                };
+            };
             readonly header?: {
                 readonly "if-none-match"?: string;
                 readonly "if-modified-since"?: string;
@@ -3336,7 +3375,12 @@ export interface operations {
     };
     readonly "feeds.get": {
         readonly parameters: {
-            readonly query?: never;
+            readonly query?: {
+                /** @description A public resource ignores query members it does not take (cache busters, a link's tracking). */
+                readonly ignored?: {
+                    readonly [key: string]: string;
+                };
+            };
             readonly header?: {
                 readonly "if-none-match"?: string;
                 readonly "if-modified-since"?: string;
@@ -3871,7 +3915,12 @@ export interface operations {
     };
     readonly "feeds.get.head": {
         readonly parameters: {
-            readonly query?: never;
+            readonly query?: {
+                /** @description A public resource ignores query members it does not take (cache busters, a link's tracking). */
+                readonly ignored?: {
+                    readonly [key: string]: string;
+                };
+            };
             readonly header?: {
                 readonly "if-none-match"?: string;
                 readonly "if-modified-since"?: string;
@@ -5527,7 +5576,12 @@ export interface operations {
     };
     readonly "meta.healthz": {
         readonly parameters: {
-            readonly query?: never;
+            readonly query?: {
+                /** @description A public resource ignores query members it does not take (cache busters, a link's tracking). */
+                readonly ignored?: {
+                    readonly [key: string]: string;
+                };
+            };
             readonly header?: never;
             readonly path?: never;
             readonly cookie?: never;
@@ -5638,7 +5692,12 @@ export interface operations {
     };
     readonly "meta.healthz.head": {
         readonly parameters: {
-            readonly query?: never;
+            readonly query?: {
+                /** @description A public resource ignores query members it does not take (cache busters, a link's tracking). */
+                readonly ignored?: {
+                    readonly [key: string]: string;
+                };
+            };
             readonly header?: never;
             readonly path?: never;
             readonly cookie?: never;
@@ -5721,7 +5780,12 @@ export interface operations {
     };
     readonly "meta.readyz": {
         readonly parameters: {
-            readonly query?: never;
+            readonly query?: {
+                /** @description A public resource ignores query members it does not take (cache busters, a link's tracking). */
+                readonly ignored?: {
+                    readonly [key: string]: string;
+                };
+            };
             readonly header?: never;
             readonly path?: never;
             readonly cookie?: never;
@@ -5854,7 +5918,12 @@ export interface operations {
     };
     readonly "meta.readyz.head": {
         readonly parameters: {
-            readonly query?: never;
+            readonly query?: {
+                /** @description A public resource ignores query members it does not take (cache busters, a link's tracking). */
+                readonly ignored?: {
+                    readonly [key: string]: string;
+                };
+            };
             readonly header?: never;
             readonly path?: never;
             readonly cookie?: never;
@@ -5946,7 +6015,12 @@ export interface operations {
     };
     readonly "meta.errors": {
         readonly parameters: {
-            readonly query?: never;
+            readonly query?: {
+                /** @description A public resource ignores query members it does not take (cache busters, a link's tracking). */
+                readonly ignored?: {
+                    readonly [key: string]: string;
+                };
+            };
             readonly header?: never;
             readonly path?: never;
             readonly cookie?: never;
@@ -6058,7 +6132,12 @@ export interface operations {
     };
     readonly "meta.errors.head": {
         readonly parameters: {
-            readonly query?: never;
+            readonly query?: {
+                /** @description A public resource ignores query members it does not take (cache busters, a link's tracking). */
+                readonly ignored?: {
+                    readonly [key: string]: string;
+                };
+            };
             readonly header?: never;
             readonly path?: never;
             readonly cookie?: never;
@@ -6141,7 +6220,12 @@ export interface operations {
     };
     readonly "meta.openapi": {
         readonly parameters: {
-            readonly query?: never;
+            readonly query?: {
+                /** @description A public resource ignores query members it does not take (cache busters, a link's tracking). */
+                readonly ignored?: {
+                    readonly [key: string]: string;
+                };
+            };
             readonly header?: never;
             readonly path?: never;
             readonly cookie?: never;
@@ -6247,7 +6331,12 @@ export interface operations {
     };
     readonly "meta.openapi.head": {
         readonly parameters: {
-            readonly query?: never;
+            readonly query?: {
+                /** @description A public resource ignores query members it does not take (cache busters, a link's tracking). */
+                readonly ignored?: {
+                    readonly [key: string]: string;
+                };
+            };
             readonly header?: never;
             readonly path?: never;
             readonly cookie?: never;
@@ -6330,7 +6419,12 @@ export interface operations {
     };
     readonly "meta.docs": {
         readonly parameters: {
-            readonly query?: never;
+            readonly query?: {
+                /** @description A public resource ignores query members it does not take (cache busters, a link's tracking). */
+                readonly ignored?: {
+                    readonly [key: string]: string;
+                };
+            };
             readonly header?: never;
             readonly path?: never;
             readonly cookie?: never;
@@ -6442,7 +6536,12 @@ export interface operations {
     };
     readonly "meta.docs.head": {
         readonly parameters: {
-            readonly query?: never;
+            readonly query?: {
+                /** @description A public resource ignores query members it does not take (cache busters, a link's tracking). */
+                readonly ignored?: {
+                    readonly [key: string]: string;
+                };
+            };
             readonly header?: never;
             readonly path?: never;
             readonly cookie?: never;

@@ -646,8 +646,9 @@ describe("list", () => {
     for (const limit of ["0", "101", "two"]) assertError(await api.list({ limit }), 400, "parameter_invalid", "limit")
   })
 
-  it("refuses a query parameter it does not take, naming it", async () => {
+  it("refuses a query parameter it does not take, naming it, also where it takes none", async () => {
     assertError(await api.list({ limit: "2", colour: "red" }), 400, "parameter_unknown", "colour")
+    assertError(await api.get("/merchant/balance?colour=red"), 400, "parameter_unknown", "colour")
   })
 })
 
