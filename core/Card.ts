@@ -112,6 +112,7 @@ const secretString = <A>(options: {
   readonly parse: (input: string) => Either.Either<A, string>
   readonly format: (value: A) => string
   readonly description: string
+  readonly pattern: string
 }) =>
   Schema.declare<A, string, readonly []>([], {
     decode: () => (input, _, ast) => {
@@ -121,7 +122,7 @@ const secretString = <A>(options: {
     encode: () => (value) => ParseResult.succeed(options.format(value as A))
   }, {
     description: options.description,
-    jsonSchema: { type: "string", description: options.description }
+    jsonSchema: { type: "string", pattern: options.pattern, description: options.description }
   })
 
 export const formatAccountUri = (account: CardAccount) =>
@@ -134,7 +135,10 @@ export const SenderAccountUri = secretString<CardAccount>({
   notString: "sender_account_uri must be a string.",
   parse: parseAccountUri,
   format: formatAccountUri,
-  description: "pan:<12-19 digits>;exp=<YYYY-MM>;cvc=<3-4 digits>, exp and cvc in either order"
+  description:
+    "pan:<12-19 digits>;exp=<YYYY-MM>;cvc=<3-4 digits>, exp and cvc in either order. The card number must pass the Luhn check (else 402 incorrect_number).",
+  pattern:
+    "^pan:[0-9]{12,19};(?:exp=[0-9]{4}-(?:0[1-9]|1[0-2]);cvc=[0-9]{3,4}|cvc=[0-9]{3,4};exp=[0-9]{4}-(?:0[1-9]|1[0-2]))$"
 })
 
 // Base64 with or without its padding: 3-D Secure servers send both. Stored with the padding, so that the two
@@ -156,5 +160,6 @@ export const AuthenticationValue = secretString<Redacted.Redacted<string>>({
   notString: "authentication_value must be a string.",
   parse: parseAuthenticationValue,
   format: formatAuthenticationValue,
-  description: "ucaf:<base64>, with or without padding"
+  description: "ucaf:<base64>, with or without padding",
+  pattern: "^ucaf:[A-Za-z0-9+/]{1,200}={0,2}$"
 })

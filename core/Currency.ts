@@ -166,7 +166,8 @@ export const currencyCodes: ReadonlyArray<string> = Object.keys(exponents)
 
 export const CurrencyCode = Schema.String.pipe(
   Schema.filter((code) => Object.hasOwn(exponents, code), {
-    message: () => "Enter an ISO 4217 currency code in upper case, such as USD, EUR or JPY."
+    message: () => "Enter an ISO 4217 currency code in upper case, such as USD, EUR or JPY.",
+    jsonSchema: { pattern: "^[A-Z]{3}$", enum: currencyCodes }
   }),
   Schema.brand("CurrencyCode")
 )

@@ -24,7 +24,10 @@ export const isEmail = (s: string): boolean => {
   )
 }
 
-export const Email = Schema.Trim.pipe(
+// The document shows the encoded side of a transformation only: the address's constraints are stated there.
+export const EmailJsonSchema = { type: "string", format: "email", minLength: 1, maxLength: MaxEmailLength }
+export const Email = Schema.String.annotations({ jsonSchema: EmailJsonSchema }).pipe(
+  Schema.compose(Schema.Trim),
   Schema.nonEmptyString({ message: () => "Enter an e-mail address." }),
   Schema.maxLength(MaxEmailLength, { message: () => `An e-mail address has at most ${MaxEmailLength} characters.` }),
   Schema.filter(isEmail, { message: () => "Enter a valid e-mail address, like name@example.com." }),

@@ -5,7 +5,16 @@ import { FeedName } from "./Feed.ts"
 
 export const MaxNameLength = 100
 
-export const SubscriberName = Schema.Trim.pipe(
+export const SubscriberName = Schema.String.annotations({
+  jsonSchema: {
+    type: "string",
+    minLength: 1,
+    maxLength: MaxNameLength,
+    pattern: "^[^\\p{Cc}]*\\S[^\\p{Cc}]*$",
+    description: "Trimmed; no control characters, and no card data (a card number or a pan:/ucaf: value)."
+  }
+}).pipe(
+  Schema.compose(Schema.Trim),
   Schema.nonEmptyString({ message: () => "Enter a name." }),
   Schema.maxLength(MaxNameLength, { message: () => `A name has at most ${MaxNameLength} characters.` }),
   // Names go into mail headers and pages: control characters (CR/LF above all) have no place there.

@@ -2,7 +2,7 @@ import { DateTime, Duration, Redacted, Schema } from "effect"
 import { AuthenticationValue, brandOf, CardBrand, holdsCardData, SenderAccountUri } from "./Card.ts"
 import { type Authorization, CardErrorCode } from "./CardNetwork.ts"
 import { CurrencyCode } from "./Currency.ts"
-import { Email } from "./Email.ts"
+import { Email, EmailJsonSchema } from "./Email.ts"
 
 export const TransferId = Schema.String.pipe(Schema.pattern(/^tr_[0-9A-Za-z]{24}$/), Schema.brand("TransferId"))
 export type TransferId = typeof TransferId.Type
@@ -15,7 +15,7 @@ const noCardData = (what: string) =>
 
 const text = (what: string, max: number) =>
   Schema.String.annotations({ message: () => `${what} must be a string.` }).pipe(
-    Schema.filter((s) => s.length <= max, { message: () => `${what} has at most ${max} characters.` }),
+    Schema.maxLength(max, { message: () => `${what} has at most ${max} characters.` }),
     Schema.pattern(/^[^\p{Cc}]*$/u, { message: () => `${what} cannot contain control characters.` }),
     noCardData(what)
   )
@@ -38,11 +38,15 @@ export const MerchantId = Schema.String.annotations({ message: () => "merchant_i
 )
 export type MerchantId = typeof MerchantId.Type
 
-const PartyEmail = Schema.String.annotations({ message: () => "email must be a string." }).pipe(
-  Schema.compose(Email)
-)
+const PartyEmail = Schema.String.annotations({ message: () => "email must be a string.", jsonSchema: EmailJsonSchema })
+  .pipe(
+    Schema.compose(Email)
+  )
 const FirstName = text("first_name", 100).pipe(
-  Schema.filter((s) => s.trim().length > 0, { message: () => "first_name cannot be empty." })
+  Schema.filter((s) => s.trim().length > 0, {
+    message: () => "first_name cannot be empty.",
+    jsonSchema: { minLength: 1, description: "Not blank; no control characters, and no card data." }
+  })
 )
 
 export const Sender = Schema.Struct({
@@ -62,7 +66,13 @@ export const Recipient = Schema.Struct({
 export const PaymentTransferRequest = Schema.Struct({
   reference: Reference,
   amount: Schema.String.annotations({
-    message: () => "amount must be a decimal string such as \"12.34\", not a number."
+    message: () => "amount must be a decimal string such as \"12.34\", not a number.",
+    jsonSchema: {
+      type: "string",
+      pattern: "^(?:0|[1-9][0-9]{0,14})(?:\\.[0-9]{1,3})?$",
+      description:
+        "A decimal string greater than zero, with at most as many fraction digits as the currency's ISO 4217 exponent (USD 2, JPY 0, BHD 3) and below 10^15 minor units."
+    }
   }),
   currency: CurrencyCode,
   sender_account_uri: SenderAccountUri,

@@ -1,5 +1,5 @@
 // `npm test`: type checks (tsc, deno check), lint (formatting included), the Node app's bundle
-// (scripts/build.mjs, what the black-box suites start), every suite on the embedded SQLite, the core and
+// (scripts/build.mjs, what the black-box suites start), the OpenAPI document's two linters, every suite on the embedded SQLite, the core and
 // node:sqlite tests under Deno, the black-box suites against the Deno app, then against PostgreSQL. Each step is
 // a separate command so a failure names the step.
 //
@@ -44,6 +44,18 @@ const steps = [
   ["lint and format check", "eslint", ["."], {}],
   ["type check for Deno (core and the Deno app)", "deno", ["check", "apps/deno/main.ts", ...coreFiles], {}],
   ["build (the bundles the black-box suites start)", "node", ["scripts/build.mjs"], {}],
+  // The OpenAPI document as the service serves it, linted by the two common linters (0 errors, 0 warnings), and
+  // the client types generated from it (test/client/paysub.d.ts) checked up to date.
+  ["OpenAPI document, and the generated client's types up to date", "tsx", ["scripts/openapi.ts", "--check"], {}],
+  ["OpenAPI lint: Spectral (spectral:oas)", "spectral", [
+    "lint",
+    "--fail-severity",
+    "warn",
+    "-r",
+    ".spectral.yaml",
+    "dist/openapi.json"
+  ], {}],
+  ["OpenAPI lint: Redocly (recommended)", "redocly", ["lint", "--config", "redocly.yaml", "dist/openapi.json"], {}],
   ["tests (SQLite; PostgreSQL storage contracts)", "vitest", ["run", ...process.argv.slice(2)], { ...pgEnv, ...built }],
   // Under Deno: the core's property tests (the core runs unchanged there) and the storage contracts on
   // Deno's node:sqlite, the driver the Deno app stores through.
@@ -55,12 +67,24 @@ const steps = [
     "test/core",
     "test/storage/NodeSqliteStore.test.ts"
   ], {}],
-  ["black-box suites on the Deno app", "vitest", ["run", "test/http", "test/reliability", "test/browser"], {
+  ["black-box suites on the Deno app", "vitest", [
+    "run",
+    "test/http",
+    "test/client",
+    "test/reliability",
+    "test/browser"
+  ], {
     ...built,
     APP_RUNTIME: "deno"
   }],
   ...(postgresUp
-    ? [["black-box suites on PostgreSQL", "vitest", ["run", "test/http", "test/reliability", "test/scaleout"], {
+    ? [["black-box suites on PostgreSQL", "vitest", [
+      "run",
+      "test/http",
+      "test/client",
+      "test/reliability",
+      "test/scaleout"
+    ], {
       ...pgEnv,
       ...built,
       TEST_DATABASE: "postgres"

@@ -3,29 +3,62 @@ import { Schema } from "effect"
 import { AdminAuth } from "./AdminAuth.ts"
 import { InternalError, Unauthorized } from "./ApiError.ts"
 import { FeedsApi } from "./FeedsApi.ts"
-import { pipelineAnswers } from "./OpenApiDocument.ts"
+import { documented, pipelineAnswers } from "./OpenApiDocument.ts"
 import { SubscriptionsApi } from "./SubscriptionsApi.ts"
 import { TransfersApi } from "./TransfersApi.ts"
 import { WebhooksApi } from "./WebhooksApi.ts"
 
-export class Health extends Schema.Class<Health>("Health")({ status: Schema.Literal("ok") }) {}
+const Html = HttpApiSchema.Text({ contentType: "text/html" })
+
+export class Health extends Schema.Class<Health>("Health")({ status: Schema.Literal("ok") }, {
+  examples: [{ status: "ok" } as any]
+}) {}
 
 export class MetaApi extends HttpApiGroup.make("meta")
-  .add(HttpApiEndpoint.get("healthz", "/healthz").addSuccess(Health))
-  .add(HttpApiEndpoint.get("readyz", "/readyz").addSuccess(Health).addError(InternalError))
-  .add(HttpApiEndpoint.get("errors", "/docs/errors").addSuccess(HttpApiSchema.Text({ contentType: "text/html" })))
-  .add(HttpApiEndpoint.get("openapi", "/openapi.json").addSuccess(Schema.Unknown))
-  .add(HttpApiEndpoint.get("docs", "/docs").addSuccess(HttpApiSchema.Text({ contentType: "text/html" })))
+  .add(
+    HttpApiEndpoint.get("healthz", "/healthz").addSuccess(Health).annotateContext(
+      documented("Liveness", "ok while the process serves requests; reads nothing.")
+    )
+  )
+  .add(
+    HttpApiEndpoint.get("readyz", "/readyz").addSuccess(Health).addError(InternalError).annotateContext(
+      documented("Readiness", "ok when the database answers; 500 internal_error when it does not.")
+    )
+  )
+  .add(
+    HttpApiEndpoint.get("errors", "/docs/errors").addSuccess(Html).annotateContext(
+      documented("The error codes", "Every error code with its status, type, meaning and fix, an anchor per code.")
+    )
+  )
+  .add(
+    HttpApiEndpoint.get("openapi", "/openapi.json").addSuccess(
+      Schema.Unknown.annotations({ jsonSchema: { type: "object" }, examples: [{ openapi: "3.1.0" }] })
+    ).annotateContext(documented("This document", "The OpenAPI 3.1 document of the API, as the docs UI shows it."))
+  )
+  .add(
+    HttpApiEndpoint.get("docs", "/docs").addSuccess(Html).annotateContext(
+      documented("The API reference", "This document in a browser (Scalar, served by the app itself).")
+    )
+  )
   .add(
     HttpApiEndpoint.get("metrics", "/metrics")
       .addSuccess(HttpApiSchema.Text({ contentType: "text/plain; version=0.0.4" }))
       .addError(Unauthorized)
       .middleware(AdminAuth)
+      .annotateContext(documented("Prometheus metrics", "The metrics in Prometheus' text format (admin key)."))
   )
+  .annotateContext(OpenApi.annotations({
+    description: "Health, readiness, metrics, and the documentation itself."
+  }))
 {}
 
 export class Api
   extends HttpApi.make("paysub").add(SubscriptionsApi).add(FeedsApi).add(TransfersApi).add(MetaApi).add(WebhooksApi)
     .addError(InternalError)
-    .annotateContext(OpenApi.annotations({ title: "paysub", version: "1", transform: pipelineAnswers }))
+    .annotateContext(OpenApi.annotations({
+      title: "paysub",
+      version: "1",
+      license: { name: "Proprietary", url: "https://github.com/paysub/paysub" },
+      transform: pipelineAnswers
+    }))
 {}

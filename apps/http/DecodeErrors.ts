@@ -35,6 +35,18 @@ export interface DecodeIssue {
   readonly message: string
 }
 
+// An unknown member is named as Stripe names it, when its name is one a parameter could have: a name is input
+// too, and one that is not (a JSON text posted as a form's field name) would repeat the request.
+const memberName = /^[A-Za-z][\w-]{0,63}$/
+export const unknownParameter = (path: ReadonlyArray<PropertyKey>): ApiError => {
+  const names = path.map(String)
+  if (names.every((name) => memberName.test(name) || /^\d{1,4}$/.test(name))) {
+    const param = names.join(".")
+    return apiError("parameter_unknown", `Received unknown parameter: ${param}.`, { param })
+  }
+  return apiError("parameter_unknown", "Received a parameter whose name is not one this endpoint takes.")
+}
+
 const fromIssue = (issue: DecodeIssue | undefined): ApiError => {
   const path = issue?.path ?? []
   if (issue === undefined || path.length === 0) {
@@ -42,6 +54,7 @@ const fromIssue = (issue: DecodeIssue | undefined): ApiError => {
   }
   const param = path.map(String).join(".")
   if (issue._tag === "Missing") return apiError("parameter_missing", `Missing required parameter: ${param}.`, { param })
+  if (issue._tag === "Unexpected") return unknownParameter(path)
   const field = String(path[path.length - 1])
   const text = Object.hasOwn(expected, field) ? `${param} ${expected[field]}` : `${param} has the wrong type or format.`
   const message = effectsOwn.test(issue.message) ? text : issue.message

@@ -7,9 +7,10 @@ import {
   UrlParams
 } from "@effect/platform"
 import { Context, Effect, Either, Option, Runtime, Schema } from "effect"
+import type { ParseOptions } from "effect/SchemaAST"
 import { type ApiError, apiError, isApiError, statusOf } from "./ApiError.ts"
 import { middlewaresOf } from "./ApiHandlers.ts"
-import { fromParseError } from "./DecodeErrors.ts"
+import { fromParseError, unknownParameter } from "./DecodeErrors.ts"
 import { acceptedBodies, unparsableBody } from "./Edge.ts"
 import { jsonDepthWithin, MaxJsonDepth } from "./JsonDepth.ts"
 import { prefersHtml } from "./Pages.ts"
@@ -51,12 +52,22 @@ type Decoder = (
 
 // The spec's schemas are synchronous: decoded to an Either, without an Effect step per schema. A failure becomes
 // the error body at once: the issue tree, which holds the input, is dropped here.
-const decoder = (schema: Schema.Schema<any, any, any>): Decoder => {
-  const decode = Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown, never>)
+const decoder = (schema: Schema.Schema<any, any, any>, options?: ParseOptions): Decoder => {
+  const decode = Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown, never>, options)
   return (input, use) => {
     const result = decode(input)
     return Either.isLeft(result) ? Effect.fail(fromParseError(result.left)) : use(result.right)
   }
+}
+
+// Payloads and queries name only the members their schemas declare: another one is refused (400
+// parameter_unknown), as the document's `additionalProperties: false` says. A schema whose input comes from
+// elsewhere (a page's link, which mail and trackers may extend) says so with its own parseOptions annotation.
+const declaredOnly: ParseOptions = { onExcessProperty: "error" }
+
+const noQuery: Decoder = (input, use) => {
+  const [name] = Object.keys(input as object)
+  return name === undefined ? use({}) : Effect.fail(unknownParameter([name]))
 }
 
 const queryRecord = (query: string) => UrlParams.toRecord(UrlParams.fromInput(new URLSearchParams(query)))
@@ -137,10 +148,15 @@ export const compileEndpoint = (
     : item.handler
   const encode = successEncoder(endpoint.successSchema)
   const form = Option.getOrUndefined(Context.getOption(endpoint.annotations, HtmlForm))
-  const decodePath = Option.getOrUndefined(Option.map(endpoint.pathSchema, decoder))
-  const decodePayload = Option.getOrUndefined(Option.map(endpoint.payloadSchema, decoder))
-  const decodeHeaders = Option.getOrUndefined(Option.map(endpoint.headersSchema, decoder))
-  const decodeQuery = Option.getOrUndefined(Option.map(endpoint.urlParamsSchema, decoder))
+  const decodePath = Option.getOrUndefined(Option.map(endpoint.pathSchema, (s) => decoder(s)))
+  const decodePayload = Option.getOrUndefined(Option.map(endpoint.payloadSchema, (s) => decoder(s, declaredOnly)))
+  const decodeHeaders = Option.getOrUndefined(Option.map(endpoint.headersSchema, (s) => decoder(s)))
+  // An API call with a key and no query schema takes no query member at all; a public endpoint without one
+  // (health, the documents, the feeds, the pages) ignores its query, as its document says (a free-form query).
+  const decodeQuery = Option.match(endpoint.urlParamsSchema, {
+    onNone: () => middlewaresOf(group, endpoint).length > 0 ? noQuery : undefined,
+    onSome: (s) => decoder(s, declaredOnly)
+  })
   // A payload whose every field is optional may be left out: no body is then no fields.
   const optionalPayload = Option.exists(
     endpoint.payloadSchema,

@@ -13,6 +13,12 @@ export const ErrorCatalog = {
     summary: "A parameter has the wrong type, format or length.",
     fix: "Correct the parameter named in `param`; `message` says what is expected."
   },
+  parameter_unknown: {
+    type: "invalid_request_error",
+    status: 400,
+    summary: "The request names a parameter this endpoint does not take (in its body or its query).",
+    fix: "Remove the parameter named in `param`, or check its spelling against the API reference at /docs."
+  },
   email_invalid: {
     type: "invalid_request_error",
     status: 400,

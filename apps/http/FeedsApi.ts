@@ -1,9 +1,10 @@
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { FeedName } from "../../core/Feed.ts"
 import { AdminAuth } from "./AdminAuth.ts"
 import { BadRequest, NotFound, Unauthorized, UnsupportedMediaType } from "./ApiError.ts"
 import { ConditionalHeaders } from "./Caching.ts"
+import { documented } from "./OpenApiDocument.ts"
 
 export const FeedView = Schema.Struct({
   name: Schema.String,
@@ -11,26 +12,42 @@ export const FeedView = Schema.Struct({
   created: Schema.String,
   updated: Schema.String
 })
-export const FeedEnvelope = Schema.Struct({ feed: FeedView })
-export const FeedList = Schema.Struct({ feeds: Schema.Array(FeedView) })
+const feedExample = {
+  name: "releases",
+  title: "Release notes",
+  created: "2026-01-05T10:00:00.000Z",
+  updated: "2026-01-05T10:00:00.000Z"
+}
+export const FeedEnvelope = Schema.Struct({ feed: FeedView }).annotations({ examples: [{ feed: feedExample }] })
+export const FeedList = Schema.Struct({ feeds: Schema.Array(FeedView) }).annotations({
+  examples: [{ feeds: [feedExample] }]
+})
 
 const FeedInput = Schema.Struct({
-  title: Schema.Trim.pipe(
+  title: Schema.String.annotations({ jsonSchema: { type: "string", minLength: 1, maxLength: 200 } }).pipe(
+    Schema.compose(Schema.Trim),
     Schema.nonEmptyString({ message: () => "Enter a title." }),
     Schema.maxLength(200, { message: () => "A title has at most 200 characters." })
   )
-})
+}).annotations({ examples: [{ title: "Release notes" }] as any })
 const FeedPath = Schema.Struct({ name: FeedName })
 
 // Reading feeds is public and cacheable; changing them takes the admin key.
 export class FeedsApi extends HttpApiGroup.make("feeds")
-  .add(HttpApiEndpoint.get("list", "/feeds").setHeaders(ConditionalHeaders).addSuccess(FeedList))
+  .add(
+    HttpApiEndpoint.get("list", "/feeds").setHeaders(ConditionalHeaders).addSuccess(FeedList).annotateContext(
+      documented("List feeds", "Every feed. Public and cacheable for 60 s; conditional with If-None-Match.")
+    )
+  )
   .add(
     HttpApiEndpoint.get("get", "/feeds/:name")
       .setPath(FeedPath)
       .setHeaders(ConditionalHeaders)
       .addSuccess(FeedEnvelope)
       .addError(NotFound)
+      .annotateContext(
+        documented("Get a feed", "One feed by name. Public and cacheable; conditional with If-None-Match.")
+      )
   )
   .add(
     HttpApiEndpoint.put("put", "/feeds/:name")
@@ -42,6 +59,10 @@ export class FeedsApi extends HttpApiGroup.make("feeds")
       .addError(UnsupportedMediaType)
       .addError(Unauthorized)
       .middleware(AdminAuth)
+      .annotateContext(documented(
+        "Create or rename a feed",
+        "Creates the feed (201) or changes its title (200). Admin key; a form or JSON body."
+      ))
   )
   .add(
     HttpApiEndpoint.del("delete", "/feeds/:name")
@@ -50,5 +71,9 @@ export class FeedsApi extends HttpApiGroup.make("feeds")
       .addError(NotFound)
       .addError(Unauthorized)
       .middleware(AdminAuth)
+      .annotateContext(documented("Delete a feed", "Deletes the feed and its subscriptions (admin key)."))
   )
+  .annotateContext(OpenApi.annotations({
+    description: "The newsletters people subscribe to: public to read, changed with the admin key."
+  }))
 {}

@@ -1,4 +1,4 @@
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { DateTime, Schema } from "effect"
 import { IdempotencyKey } from "../../core/Idempotency.ts"
 import { formatAmount } from "../../core/Money.ts"
@@ -16,6 +16,8 @@ import {
 } from "./ApiError.ts"
 import { ConditionalHeaders } from "./Caching.ts"
 import { MerchantAuth } from "./MerchantAuth.ts"
+import { documented } from "./OpenApiDocument.ts"
+import { Limit } from "./Paging.ts"
 
 const Party = {
   first_name: Schema.String,
@@ -62,23 +64,48 @@ export const transferView = (t: Transfer): typeof TransferView.Type => ({
   created: DateTime.formatIso(t.createdAt)
 })
 
-export const TransferEnvelope = Schema.Struct({ payment_transfer: TransferView })
+const transferExample = {
+  id: "tr_8mZkq3Vb9xYt2LwQ4nRs6PaC",
+  reference: "order-1001",
+  amount: "12.30",
+  currency: "USD",
+  status: "approved" as const,
+  sender: {
+    first_name: "Ann",
+    email: "ann@example.com",
+    card: { brand: "visa", last4: "4242", exp_month: 12, exp_year: 2030, fingerprint: "fp_3kT9wQ2mZx" }
+  },
+  recipient: { first_name: "Bob", email: "bob@example.com", merchant_id: "merchant_1" },
+  created: "2026-01-05T10:00:00.000Z"
+}
+export const TransferEnvelope = Schema.Struct({ payment_transfer: TransferView }).annotations({
+  examples: [{ payment_transfer: transferExample }]
+})
 export const TransferList = Schema.Struct({
   object: Schema.Literal("list"),
   data: Schema.Array(TransferView),
   has_more: Schema.Boolean
-})
+}).annotations({ examples: [{ object: "list", data: [transferExample], has_more: false }] })
 export const BalanceView = Schema.Struct({
   balances: Schema.Array(Schema.Struct({ merchant_id: Schema.String, currency: Schema.String, amount: Schema.String }))
+}).annotations({ examples: [{ balances: [{ merchant_id: "merchant_1", currency: "USD", amount: "12.30" }] }] })
+
+const TransferPayload = Schema.Struct({ payment_transfer: PaymentTransferRequest })
+// The example is decoded by the schema it illustrates (the document shows it encoded again).
+export const CreateTransferPayload = TransferPayload.annotations({
+  examples: [
+    Schema.decodeUnknownSync(TransferPayload)({
+      payment_transfer: {
+        reference: "order-1001",
+        amount: "12.30",
+        currency: "USD",
+        sender_account_uri: "pan:4242424242424242;exp=2030-12;cvc=737",
+        sender: { first_name: "Ann", email: "ann@example.com" },
+        recipient: { first_name: "Bob", email: "bob@example.com", merchant_id: "merchant_1" }
+      }
+    })
+  ]
 })
-
-const Limit = Schema.NumberFromString.pipe(
-  Schema.int(),
-  Schema.between(1, 100),
-  Schema.annotations({ message: () => "limit is an integer from 1 to 100." })
-)
-
-export const CreateTransferPayload = Schema.Struct({ payment_transfer: PaymentTransferRequest })
 
 export class TransfersApi extends HttpApiGroup.make("transfers")
   .add(
@@ -95,6 +122,18 @@ export class TransfersApi extends HttpApiGroup.make("transfers")
       .addError(UnsupportedMediaType)
       .addError(UnprocessableEntity)
       .addError(ServiceUnavailable)
+      .annotateContext(documented(
+        "Create a payment transfer",
+        "Charges the sender's card and records the transfer: 201 when approved, 402 with a card error when declined (the declined transfer is recorded and named in error.transfer), 202 with status unknown when the card network's answer was lost (the transfer is reconciled later). With an Idempotency-Key, a retry with the same parameters replays the first answer byte for byte with Idempotent-Replayed: true.",
+        {
+          headers: {
+            201: ["Location", "Idempotent-Replayed"],
+            202: ["Location", "Idempotent-Replayed"],
+            402: ["Idempotent-Replayed"],
+            409: ["Idempotent-Replayed"]
+          }
+        }
+      ))
   )
   .add(
     HttpApiEndpoint.get("get", "/merchant/transfers/payment/:id")
@@ -102,6 +141,10 @@ export class TransfersApi extends HttpApiGroup.make("transfers")
       .setHeaders(ConditionalHeaders)
       .addSuccess(TransferEnvelope)
       .addError(NotFound)
+      .annotateContext(documented(
+        "Get a transfer",
+        "One of the client's transfers by id. Conditional: send the ETag back as If-None-Match for a 304. Another client's transfer, or a malformed id, is 404."
+      ))
   )
   .add(
     HttpApiEndpoint.get("list", "/merchant/transfers/payment")
@@ -112,8 +155,21 @@ export class TransfersApi extends HttpApiGroup.make("transfers")
       }))
       .addSuccess(TransferList)
       .addError(BadRequest)
+      .addError(NotFound)
+      .annotateContext(documented(
+        "List transfers",
+        "The client's transfers, newest first, a page at a time: pass the last id of a page as starting_after for the next; reference finds one transfer by its reference."
+      ))
   )
-  .add(HttpApiEndpoint.get("balance", "/merchant/balance").addSuccess(BalanceView))
+  .add(
+    HttpApiEndpoint.get("balance", "/merchant/balance").addSuccess(BalanceView).annotateContext(documented(
+      "Get the balances",
+      "The exact sum of the client's approved transfers, per recipient merchant and currency."
+    ))
+  )
   .addError(Unauthorized)
   .middleware(MerchantAuth)
+  .annotateContext(OpenApi.annotations({
+    description: "Payment transfers from a card to a merchant, with a merchant API key (Authorization: Bearer sk_...)."
+  }))
 {}

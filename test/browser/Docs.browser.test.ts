@@ -38,4 +38,23 @@ describe.skipIf(!haveBrowser)("GET /docs in a browser", () => {
     assert.deepStrictEqual(elsewhere.filter((url) => !/fonts\.|scalar\.com/.test(url)), [])
     await page.close()
   }, 60_000)
+
+  it("shows each operation's summary, its description and the examples of its request and answers", async () => {
+    const page = await browser.newPage()
+    await page.goto(`${app.baseUrl}/docs`, { waitUntil: "load" })
+    // The sidebar names the operations by their summaries; the first group's operations are rendered in full.
+    for (const summary of ["Subscribe", "Confirm a subscription", "The unsubscribe page", "List subscriptions"]) {
+      await page.getByText(summary, { exact: true }).first().waitFor({ timeout: 20_000 })
+    }
+    await page.getByText("Subscribe", { exact: true }).first().click()
+    await page.getByText("Starts a subscription to a feed").first().waitFor({ timeout: 20_000 })
+    // The request's example (in the request sample) and the answer's (in the response sample).
+    const text = () => page.evaluate(() => document.body.innerText)
+    const deadline = Date.now() + 20_000
+    while (Date.now() < deadline && !/We sent a confirmation link/.test(await text())) await page.waitForTimeout(250)
+    const shown = await text()
+    assert.include(shown, "ann@example.com")
+    assert.include(shown, "We sent a confirmation link")
+    await page.close()
+  }, 60_000)
 })

@@ -615,12 +615,17 @@ describe("GET /openapi.json", () => {
     ["post", "/events/{id}/resend", [400, 401, 404, 413, 415]]
   ]
 
-  it("lists every route of the API, and no other", () => {
+  it("lists every route of the API, and no other; HEAD beside every GET, OPTIONS and TRACE on every path", () => {
     const listed = Object.entries<any>(doc.paths).flatMap(([path, item]) =>
-      Object.keys(item).filter((k) => ["get", "put", "post", "delete", "patch", "head", "options", "trace"].includes(k))
+      Object.keys(item).filter((k) => ["get", "put", "post", "delete", "patch"].includes(k))
         .map((method) => `${method.toUpperCase()} ${path}`)
     )
     assert.sameMembers(listed, operations.map(([method, path]) => `${method.toUpperCase()} ${path}`))
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      assert.strictEqual(item.head !== undefined, item.get !== undefined, path)
+      assert.isDefined(item.options?.responses[204].headers.Allow, path)
+      assert.isDefined(item.trace?.responses[405], path)
+    }
   })
 
   for (const [method, path, statuses] of operations) {
@@ -658,11 +663,14 @@ describe("GET /openapi.json", () => {
     }
     for (const [path, item] of Object.entries<any>(doc.paths)) {
       for (const [method, operation] of Object.entries<any>(item)) {
-        for (const [status, response] of Object.entries<any>(operation.responses ?? {})) {
-          if (Number(status) < 400) continue
+        for (const [status, declared] of Object.entries<any>(operation.responses ?? {})) {
+          // HEAD answers the GET's header fields only.
+          if (Number(status) < 400 || method === "head") continue
+          const response = declared.$ref ? doc.components.responses[declared.$ref.split("/").pop()] : declared
+          // Pages people reach in a browser answer their errors as pages too (text/html), beside the JSON.
           const content = response.content ?? {}
-          assert.deepStrictEqual(Object.keys(content), ["application/json"], `${method} ${path} ${status}`)
-          assert.isTrue(isErrorBody(content["application/json"].schema), `${method} ${path} ${status}`)
+          assert.includeMembers(["application/json", "text/html"], Object.keys(content), `${method} ${path} ${status}`)
+          assert.isTrue(isErrorBody(content["application/json"]?.schema), `${method} ${path} ${status}`)
         }
       }
     }

@@ -174,6 +174,22 @@ describe("POST /subscribe", () => {
         400,
         "email_invalid",
         "email"
+      ],
+      [
+        "a form field the form does not have",
+        { name: "Ann", email: "a@example.com", referrer: "newsletter" },
+        "form",
+        400,
+        "parameter_unknown",
+        "referrer"
+      ],
+      [
+        "a JSON member the API does not take",
+        "{\"name\": \"Ann\", \"email\": \"a@example.com\", \"age\": 40}",
+        "application/json",
+        400,
+        "parameter_unknown",
+        "age"
       ]
     ]
 

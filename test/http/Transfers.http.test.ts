@@ -320,10 +320,25 @@ describe("bad input: 4xx naming the param, nothing stored", () => {
     ],
     [
       "a body without payment_transfer",
-      () => api.create({ amount: "1.00" }),
+      () => api.create({}),
       400,
       "parameter_missing",
       "payment_transfer"
+    ],
+    ["a member beside payment_transfer", () => api.create({ amount: "1.00" }), 400, "parameter_unknown", "amount"],
+    [
+      "an unknown member of payment_transfer",
+      json({ tip: "1.00" } as Parameters<typeof transferBody>[0]),
+      400,
+      "parameter_unknown",
+      "payment_transfer.tip"
+    ],
+    [
+      "an unknown member of the sender",
+      json({ sender: { first_name: "Ann", email: "ann@example.com", nickname: "A" } }),
+      400,
+      "parameter_unknown",
+      "payment_transfer.sender.nickname"
     ],
     ["malformed JSON", () => api.postRaw("{\"payment_transfer\": {", "application/json"), 400, "body_invalid"],
     ["a JSON array", () => api.postRaw("[1, 2]", "application/json"), 400, "body_invalid"],
@@ -629,6 +644,11 @@ describe("list", () => {
 
   it("refuses a limit outside 1-100 naming the param", async () => {
     for (const limit of ["0", "101", "two"]) assertError(await api.list({ limit }), 400, "parameter_invalid", "limit")
+  })
+
+  it("refuses a query parameter it does not take, naming it, also where it takes none", async () => {
+    assertError(await api.list({ limit: "2", colour: "red" }), 400, "parameter_unknown", "colour")
+    assertError(await api.get("/merchant/balance?colour=red"), 400, "parameter_unknown", "colour")
   })
 })
 

@@ -79,7 +79,14 @@ describe("webhook endpoints", () => {
     assert.strictEqual(unknown.status, 400)
     const ftp = await register(api, "ftp://example.com/x", ["*"])
     assert.strictEqual(ftp.status, 400)
-    assert.strictEqual(ftp.json.error.code, "url_refused")
+    assert.deepInclude(ftp.json.error, { code: "parameter_invalid", param: "url" })
+    const extra = await api.request(
+      "POST",
+      "/webhook_endpoints",
+      json({ url: "http://127.0.0.1:9/x", enabled_events: ["*"], description: "mine" })
+    )
+    assert.strictEqual(extra.status, 400)
+    assert.deepInclude(extra.json.error, { code: "parameter_unknown", param: "description" })
     assert.strictEqual((await register(api.withKey(undefined), "http://127.0.0.1:9/x", ["*"])).status, 401)
     assert.strictEqual((await register(api.withKey("sk_nope"), "http://127.0.0.1:9/x", ["*"])).status, 401)
   })

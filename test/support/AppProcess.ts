@@ -4,8 +4,9 @@ import { existsSync, mkdtempSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import { afterAll } from "vitest"
+import { afterAll, expect } from "vitest"
 import { denoStartCommand, nodeStartCommand } from "../../scripts/start-commands.mjs"
+import { ContractProxy } from "./ContractProxy.ts"
 import { createTestDatabase, dropDatabaseSync, queryPostgresSync, type TestDatabase } from "./Postgres.ts"
 
 // Starts the service as a real process on a real socket, the way a user starts it. APP_RUNTIME picks the
@@ -69,6 +70,29 @@ const postgresUrlFor = async (dataDir: string): Promise<string> => {
   return created.url
 }
 
+// Every app's requests and responses through fetch are checked against the OpenAPI document it serves (a
+// ContractProxy in front of it, at app.baseUrl; CONTRACT_PROXY=off talks to the app directly). After the file's
+// last test the counts are printed, and a response that did not conform fails the file.
+const contractChecked = process.env.CONTRACT_PROXY !== "off"
+const proxies: Array<ContractProxy> = []
+afterAll(async () => {
+  const started = proxies.splice(0)
+  await Promise.all(started.map((p) => p.close()))
+  if (started.length === 0) return
+  const sum = (key: "requests" | "responses" | "refusedByBoth") => started.reduce((n, p) => n + p.counts[key], 0)
+  const violations = started.flatMap((p) => p.counts.violations)
+  console.log(
+    `OpenAPI contract (${expect.getState().testPath?.split("/test/")[1] ?? "this file"}): ${
+      sum("requests")
+    } requests and ${sum("responses")} responses checked, ${
+      sum("refusedByBoth")
+    } requests refused by document and service alike, ${violations.length} violations`
+  )
+  if (violations.length > 0) {
+    throw new Error(`${violations.length} answers do not conform to the OpenAPI document:\n${violations.join("\n")}`)
+  }
+})
+
 export interface AppOptions {
   readonly env?: Readonly<Record<string, string>>
   // Restarts pass the first app's dataDir: on PostgreSQL that selects the same database too.
@@ -85,7 +109,8 @@ export class AppProcess {
   private constructor(
     readonly port: number,
     readonly dataDir: string,
-    private readonly env: Record<string, string>
+    private readonly env: Record<string, string>,
+    private readonly proxy: ContractProxy | undefined
   ) {}
 
   static async start(options: AppOptions = {}): Promise<AppProcess> {
@@ -93,21 +118,28 @@ export class AppProcess {
     const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "paysub-app-"))
     const databaseUrl = options.env?.DATABASE_URL ?? options.databaseUrl ??
       (testDatabase === "postgres" ? await postgresUrlFor(dataDir) : `sqlite:${join(dataDir, "paysub.db")}`)
+    const proxy = contractChecked ? await ContractProxy.start(await freePort(), port) : undefined
+    if (proxy !== undefined) proxies.push(proxy)
     const app = new AppProcess(port, dataDir, {
       PORT: String(port),
-      BASE_URL: `http://127.0.0.1:${port}`,
+      BASE_URL: `http://127.0.0.1:${proxy?.port ?? port}`,
       DATABASE_URL: databaseUrl,
       ADMIN_API_KEY: AdminKey,
       // Suites send many requests from one address; the rate-limit tests set their own limits.
       SUBSCRIBE_RATE_LIMIT: "0",
       MERCHANT_RATE_LIMIT: "0",
       ...options.env
-    })
+    }, proxy)
     await app.start()
     return app
   }
 
+  // Where the suites send their requests: the contract-checking proxy in front of the app, or the app itself.
   get baseUrl(): string {
+    return `http://127.0.0.1:${this.proxy?.port ?? this.port}`
+  }
+  // The app's own socket, for what must not pass a proxy (raw HTTP, what is not HTTP).
+  get appUrl(): string {
     return `http://127.0.0.1:${this.port}`
   }
   // What the app was started with (and what a CLI run on its database needs): postgres://... or sqlite:PATH.
@@ -147,11 +179,11 @@ export class AppProcess {
       if (child.exitCode !== null) throw new Error(`app exited with ${child.exitCode}:\n${this.log}`)
       // With a timeout: the port accepts connections before the app is built, and a request that arrives in
       // between is never answered (see test/scaleout/ScaleOut.test.ts); on PostgreSQL that window is long.
-      const ready = await fetch(`${this.baseUrl}/healthz`, { signal: AbortSignal.timeout(2_000) }).then(
+      const ready = await fetch(`${this.appUrl}/healthz`, { signal: AbortSignal.timeout(2_000) }).then(
         (r) => r.ok,
         () => false
       )
-      if (ready) return
+      if (ready) return await this.proxy?.load()
       await new Promise((r) => setTimeout(r, 100))
     }
     throw new Error(`app did not become ready within 30 s:\n${this.log}`)
@@ -165,11 +197,11 @@ export class AppProcess {
     await exited
     // The process we started is the app itself, not a launcher that leaves it running (see the commands
     // above): once it has exited, nothing answers on its port any more.
-    const answered = await fetch(`${this.baseUrl}/healthz`, { signal: AbortSignal.timeout(2_000) }).then(
+    const answered = await fetch(`${this.appUrl}/healthz`, { signal: AbortSignal.timeout(2_000) }).then(
       () => true,
       () => false
     )
-    if (answered) throw new Error(`the app still answers on ${this.baseUrl} after its process got ${signal}`)
+    if (answered) throw new Error(`the app still answers on ${this.appUrl} after its process got ${signal}`)
   }
 
   stop(): Promise<void> {
