@@ -7,6 +7,7 @@ import type { OpenSqlite } from "../../adapters/sqlite/SqliteDriver.ts"
 import type { SubscriptionStore } from "../../core/SubscriptionStore.ts"
 import type { TransferStore } from "../../core/TransferStore.ts"
 import type { WebhookStore } from "../../core/Webhooks.ts"
+import { MariaDb } from "./storage/MariaDb.ts"
 import { Postgres } from "./storage/Postgres.ts"
 import { Sqlite } from "./storage/Sqlite.ts"
 
@@ -25,7 +26,7 @@ export interface StorageAdapter {
 }
 
 // SQLite last: it takes any plain path.
-const storages: ReadonlyArray<StorageAdapter> = [Postgres, Sqlite]
+const storages: ReadonlyArray<StorageAdapter> = [Postgres, MariaDb, Sqlite]
 
 export const storageOf = (databaseUrl: string): StorageAdapter | undefined =>
   storages.find((s) => s.accepts(databaseUrl))

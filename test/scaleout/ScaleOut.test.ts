@@ -32,7 +32,7 @@ import { createTestDatabase } from "../support/Postgres.ts"
 import { SmtpTestServer } from "../support/SmtpTestServer.ts"
 import { TestProcessor } from "../support/TestProcessor.ts"
 
-const onPostgres = testDatabase === "postgres"
+const onPostgres = testDatabase !== "sqlite"
 const root = resolve(import.meta.dirname, "../..")
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -96,7 +96,7 @@ const slowProxy = async (target: string, delayMs: number) => {
 
 describe.skipIf(!onPostgres)(
   `scale-out: two app instances on one PostgreSQL database${
-    onPostgres ? "" : " (skipped: runs with TEST_DATABASE=postgres only)"
+    onPostgres ? "" : " (skipped: runs with TEST_DATABASE=postgres or mariadb only)"
   }`,
   () => {
     let smtp: SmtpTestServer

@@ -9,7 +9,7 @@ import { afterAll } from "vitest"
 import { AppProcess, testDatabase } from "../support/AppProcess.ts"
 import { createClient, MerchantApi } from "../support/Payments.ts"
 
-const onPostgres = testDatabase === "postgres"
+const onPostgres = testDatabase !== "sqlite"
 const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 
 const reachable = (url: string) =>
