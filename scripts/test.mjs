@@ -1,10 +1,11 @@
 // `npm test`: type checks (tsc, deno check), lint (formatting included), the Node app's bundle
 // (scripts/build.mjs, what the black-box suites start), every suite on the embedded SQLite, the core and
-// node:sqlite tests under Deno, the black-box suites against the Deno app, then against PostgreSQL. Each step is
-// a separate command so a failure names the step.
+// node:sqlite tests under Deno, the black-box suites against the Deno app, then against PostgreSQL and MariaDB.
+// Each step is a separate command so a failure names the step.
 //
-// PostgreSQL (PGHOST/PGPORT, default 127.0.0.1:5432, user postgres, trust auth) is optional on a laptop:
-// without it those suites are skipped with a line saying so. With CI=true it is required.
+// PostgreSQL (PGHOST/PGPORT, default 127.0.0.1:5432, user postgres, trust auth) and MariaDB (MYSQL_HOST/MYSQL_PORT,
+// default 127.0.0.1:3306, user root, no password) are optional on a laptop: without one, its suites are skipped
+// with a line saying so. With CI=true both are required.
 import { spawnSync } from "node:child_process"
 import { existsSync, readdirSync } from "node:fs"
 import { createConnection } from "node:net"
@@ -31,6 +32,14 @@ const redis = new URL(process.env.REDIS_URL ?? "redis://127.0.0.1:6379")
 const redisHost = redis.hostname
 const redisPort = Number(redis.port || 6379)
 const pgEnv = { POSTGRES_TESTS: postgresUp ? "on" : "off" }
+const mysqlHost = process.env.MYSQL_HOST ?? "127.0.0.1"
+const mysqlPort = Number(process.env.MYSQL_PORT ?? 3306)
+const mariadbUp = await reachable(mysqlHost, mysqlPort, 2000)
+if (!mariadbUp && process.env.CI === "true") {
+  console.error(`=== CI=true but no MariaDB answers at ${mysqlHost}:${mysqlPort}: the MariaDB suites cannot run.`)
+  process.exit(1)
+}
+const mariadbEnv = { MARIADB_TESTS: mariadbUp ? "on" : "off" }
 // The browser suites (test/browser) drive Debian's Chromium; without it they skip (and say so below), unless
 // CI=true: then they fail (.ci/run installs it).
 const chromium = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
@@ -44,7 +53,11 @@ const steps = [
   ["lint and format check", "eslint", ["."], {}],
   ["type check for Deno (core and the Deno app)", "deno", ["check", "apps/deno/main.ts", ...coreFiles], {}],
   ["build (the bundles the black-box suites start)", "node", ["scripts/build.mjs"], {}],
-  ["tests (SQLite; PostgreSQL storage contracts)", "vitest", ["run", ...process.argv.slice(2)], { ...pgEnv, ...built }],
+  ["tests (SQLite; PostgreSQL and MariaDB storage contracts)", "vitest", ["run", ...process.argv.slice(2)], {
+    ...pgEnv,
+    ...mariadbEnv,
+    ...built
+  }],
   // Under Deno: the core's property tests (the core runs unchanged there) and the storage contracts on
   // Deno's node:sqlite, the driver the Deno app stores through.
   ["core and node:sqlite storage tests under Deno", "deno", [
@@ -65,6 +78,13 @@ const steps = [
       ...built,
       TEST_DATABASE: "postgres"
     }]]
+    : []),
+  ...(mariadbUp
+    ? [["black-box suites on MariaDB", "vitest", ["run", "test/http", "test/reliability", "test/scaleout"], {
+      ...mariadbEnv,
+      ...built,
+      TEST_DATABASE: "mariadb"
+    }]]
     : [])
 ]
 
@@ -82,7 +102,12 @@ if (!postgresUp) {
     `\n=== SKIPPED: the PostgreSQL suites (storage contracts, black-box suites, scale-out): no server at ${pgHost}:${pgPort}`
   )
 }
-if (postgresUp && !(await reachable(redisHost, redisPort, 1000))) {
+if (!mariadbUp) {
+  console.log(
+    `\n=== SKIPPED: the MariaDB suites (storage contracts, black-box suites, scale-out): no server at ${mysqlHost}:${mysqlPort}`
+  )
+}
+if ((postgresUp || mariadbUp) && !(await reachable(redisHost, redisPort, 1000))) {
   console.log(`\n=== SKIPPED: the shared rate limits in Redis (scale-out): no Redis at ${redisHost}:${redisPort}`)
 }
 if (chromiumMissing) {
