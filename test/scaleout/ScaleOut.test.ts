@@ -550,7 +550,14 @@ describe.skipIf(!onPostgres)(
         const [command, ...args] = nodeAppCommand
         child = spawn(command!, args, {
           cwd: root,
-          env: { ...process.env, PORT: String(port), DATABASE_URL: database.url, SUBSCRIBE_RATE_LIMIT: "0" },
+          env: {
+            ...process.env,
+            PORT: String(port),
+            // vitest puts its own BASE_URL ("/") in process.env, which the app refuses at start.
+            BASE_URL: `http://127.0.0.1:${port}`,
+            DATABASE_URL: database.url,
+            SUBSCRIBE_RATE_LIMIT: "0"
+          },
           stdio: "ignore"
         })
         const deadline = Date.now() + 30_000
