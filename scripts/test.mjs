@@ -1,10 +1,11 @@
 // `npm test`: type checks (tsc, deno check), lint (formatting included), the Node app's bundle
-// (scripts/build.mjs, what the black-box suites start), the OpenAPI document's two linters, every suite on the embedded SQLite, the core and
-// node:sqlite tests under Deno, the black-box suites against the Deno app, then against PostgreSQL. Each step is
-// a separate command so a failure names the step.
+// (scripts/build.mjs, what the black-box suites start), the OpenAPI document's two linters, every suite on the
+// embedded SQLite, the core and node:sqlite tests under Deno, the black-box suites against the Deno app, then
+// against PostgreSQL and MariaDB. Each step is a separate command so a failure names the step.
 //
-// PostgreSQL (PGHOST/PGPORT, default 127.0.0.1:5432, user postgres, trust auth) is optional on a laptop:
-// without it those suites are skipped with a line saying so. With CI=true it is required.
+// PostgreSQL (PGHOST/PGPORT, default 127.0.0.1:5432, user postgres, trust auth) and MariaDB (MYSQL_HOST/MYSQL_PORT,
+// default 127.0.0.1:3306, user root, no password) are optional on a laptop: without one, its suites are skipped
+// with a line saying so. With CI=true both are required.
 import { spawnSync } from "node:child_process"
 import { existsSync, readdirSync } from "node:fs"
 import { createConnection } from "node:net"
@@ -31,6 +32,14 @@ const redis = new URL(process.env.REDIS_URL ?? "redis://127.0.0.1:6379")
 const redisHost = redis.hostname
 const redisPort = Number(redis.port || 6379)
 const pgEnv = { POSTGRES_TESTS: postgresUp ? "on" : "off" }
+const mysqlHost = process.env.MYSQL_HOST ?? "127.0.0.1"
+const mysqlPort = Number(process.env.MYSQL_PORT ?? 3306)
+const mariadbUp = await reachable(mysqlHost, mysqlPort, 2000)
+if (!mariadbUp && process.env.CI === "true") {
+  console.error(`=== CI=true but no MariaDB answers at ${mysqlHost}:${mysqlPort}: the MariaDB suites cannot run.`)
+  process.exit(1)
+}
+const mariadbEnv = { MARIADB_TESTS: mariadbUp ? "on" : "off" }
 // The browser suites (test/browser) drive Debian's Chromium; without it they skip (and say so below), unless
 // CI=true: then they fail (.ci/run installs it).
 const chromium = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
@@ -56,7 +65,11 @@ const steps = [
     "dist/openapi.json"
   ], {}],
   ["OpenAPI lint: Redocly (recommended)", "redocly", ["lint", "--config", "redocly.yaml", "dist/openapi.json"], {}],
-  ["tests (SQLite; PostgreSQL storage contracts)", "vitest", ["run", ...process.argv.slice(2)], { ...pgEnv, ...built }],
+  ["tests (SQLite; PostgreSQL and MariaDB storage contracts)", "vitest", ["run", ...process.argv.slice(2)], {
+    ...pgEnv,
+    ...mariadbEnv,
+    ...built
+  }],
   // Under Deno: the core's property tests (the core runs unchanged there) and the storage contracts on
   // Deno's node:sqlite, the driver the Deno app stores through.
   ["core and node:sqlite storage tests under Deno", "deno", [
@@ -89,6 +102,13 @@ const steps = [
       ...built,
       TEST_DATABASE: "postgres"
     }]]
+    : []),
+  ...(mariadbUp
+    ? [["black-box suites on MariaDB", "vitest", ["run", "test/http", "test/reliability", "test/scaleout"], {
+      ...mariadbEnv,
+      ...built,
+      TEST_DATABASE: "mariadb"
+    }]]
     : [])
 ]
 
@@ -106,7 +126,12 @@ if (!postgresUp) {
     `\n=== SKIPPED: the PostgreSQL suites (storage contracts, black-box suites, scale-out): no server at ${pgHost}:${pgPort}`
   )
 }
-if (postgresUp && !(await reachable(redisHost, redisPort, 1000))) {
+if (!mariadbUp) {
+  console.log(
+    `\n=== SKIPPED: the MariaDB suites (storage contracts, black-box suites, scale-out): no server at ${mysqlHost}:${mysqlPort}`
+  )
+}
+if ((postgresUp || mariadbUp) && !(await reachable(redisHost, redisPort, 1000))) {
   console.log(`\n=== SKIPPED: the shared rate limits in Redis (scale-out): no Redis at ${redisHost}:${redisPort}`)
 }
 if (chromiumMissing) {

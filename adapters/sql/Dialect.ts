@@ -1,25 +1,41 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 
-// What differs between SQLite and PostgreSQL, in one place, so the migrations and the stores keep one text
-// of SQL. Times: INTEGER milliseconds in SQLite, timestamptz in PostgreSQL. Row locks: PostgreSQL runs
-// READ COMMITTED and needs FOR UPDATE where a transaction reads then writes; SQLite's BEGIN IMMEDIATE already
-// holds the write lock for the whole transaction, and has no FOR UPDATE.
+// What differs between SQLite, PostgreSQL and MySQL/MariaDB, in one place, so the migrations and the stores keep
+// one text of SQL. Times: INTEGER milliseconds in SQLite, timestamptz in PostgreSQL, BIGINT milliseconds in
+// MariaDB (no time zone to get wrong between a server and its clients). Row locks: PostgreSQL and MariaDB need
+// FOR UPDATE where a transaction reads then writes; SQLite's BEGIN IMMEDIATE already holds the write lock for
+// the whole transaction, and has no FOR UPDATE. MariaDB indexes no TEXT column whole and has no partial index:
+// a text column in a key, an index or a reference is a VARCHAR there, and an index covers every row; its tables
+// are InnoDB, utf8mb4, with binary collation (a key or reference compares byte for byte, as elsewhere).
 export const Dialect = Effect.map(SqlClient, (sql) => {
   const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+  const mysql = sql.onDialectOrElse({ mysql: () => true, orElse: () => false })
+  const server = pg || mysql
   return {
     pg,
+    mysql,
     time: (ms: number): number | Date => (pg ? new Date(ms) : ms),
-    forUpdate: sql.literal(pg ? "FOR UPDATE" : ""),
-    forUpdateSkipLocked: sql.literal(pg ? "FOR UPDATE SKIP LOCKED" : ""),
+    forUpdate: sql.literal(server ? "FOR UPDATE" : ""),
+    forUpdateSkipLocked: sql.literal(server ? "FOR UPDATE SKIP LOCKED" : ""),
+    // A partial index's condition, where the database has them.
+    where: (condition: string) => sql.literal(mysql ? "" : `WHERE ${condition}`),
     types: {
-      serial: sql.literal(pg ? "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"),
-      reference: sql.literal(pg ? "BIGINT" : "INTEGER"),
-      money: sql.literal(pg ? "BIGINT" : "INTEGER"),
-      time: sql.literal(pg ? "TIMESTAMPTZ" : "INTEGER")
+      serial: sql.literal(
+        pg
+          ? "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
+          : mysql
+          ? "BIGINT AUTO_INCREMENT PRIMARY KEY"
+          : "INTEGER PRIMARY KEY AUTOINCREMENT"
+      ),
+      reference: sql.literal(server ? "BIGINT" : "INTEGER"),
+      money: sql.literal(server ? "BIGINT" : "INTEGER"),
+      time: sql.literal(pg ? "TIMESTAMPTZ" : mysql ? "BIGINT" : "INTEGER"),
+      key: sql.literal(mysql ? "VARCHAR(255)" : "TEXT"),
+      table: sql.literal(mysql ? " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin" : "")
     }
   } as const
 })
 
-// A time column or aggregate as read back: a Date from PostgreSQL, a number from SQLite.
+// A time column or aggregate as read back: a Date from PostgreSQL, a number from SQLite and MariaDB.
 export const millisOf = (value: unknown): number => (value instanceof Date ? value.getTime() : Number(value))

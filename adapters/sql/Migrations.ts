@@ -6,36 +6,36 @@ import { Dialect } from "./Dialect.ts"
 // One list for every database the service runs on; adapters/sql/Dialect.ts holds the few words that differ.
 const m0001_subscriptions = Effect.gen(function*() {
   const sql = yield* SqlClient
-  const { time, types: T } = yield* Dialect
+  const { time, types: T, where } = yield* Dialect
   const now = yield* Clock.currentTimeMillis
   yield* sql`CREATE TABLE feeds (
-    name TEXT PRIMARY KEY,
+    name ${T.key} PRIMARY KEY,
     title TEXT NOT NULL,
     created_at ${T.time} NOT NULL,
     updated_at ${T.time} NOT NULL
-  )`
+  )${T.table}`
   yield* sql`INSERT INTO feeds (name, title, created_at, updated_at) VALUES ('default', 'Newsletter', ${time(now)}, ${
     time(now)
   })`
   yield* sql`CREATE TABLE subscriptions (
     id ${T.serial},
     email TEXT NOT NULL,
-    email_key TEXT NOT NULL,
+    email_key ${T.key} NOT NULL,
     name TEXT NOT NULL,
-    feed TEXT NOT NULL REFERENCES feeds (name),
-    status TEXT NOT NULL CHECK (status IN ('pending', 'active', 'unsubscribed')),
+    feed ${T.key} NOT NULL REFERENCES feeds (name),
+    status ${T.key} NOT NULL CHECK (status IN ('pending', 'active', 'unsubscribed')),
     created_at ${T.time} NOT NULL,
     updated_at ${T.time} NOT NULL,
     UNIQUE (email_key, feed)
-  )`
+  )${T.table}`
   yield* sql`CREATE TABLE subscription_tokens (
-    hash TEXT PRIMARY KEY,
+    hash ${T.key} PRIMARY KEY,
     subscription_id ${T.reference} NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
     purpose TEXT NOT NULL CHECK (purpose IN ('confirm', 'unsubscribe')),
     created_at ${T.time} NOT NULL,
     expires_at ${T.time},
     used_at ${T.time}
-  )`
+  )${T.table}`
   yield* sql`CREATE INDEX subscription_tokens_subscription ON subscription_tokens (subscription_id)`
   // The transactional outbox: a row is written in the same transaction as the subscription it mails.
   // next_attempt_at NULL with sent_at NULL means the worker gave up (last_error says why).
@@ -48,8 +48,8 @@ const m0001_subscriptions = Effect.gen(function*() {
     attempts INTEGER NOT NULL DEFAULT 0,
     sent_at ${T.time},
     last_error TEXT
-  )`
-  yield* sql`CREATE INDEX mail_outbox_due ON mail_outbox (next_attempt_at) WHERE sent_at IS NULL`
+  )${T.table}`
+  yield* sql`CREATE INDEX mail_outbox_due ON mail_outbox (next_attempt_at) ${where("sent_at IS NULL")}`
   yield* sql`CREATE INDEX mail_outbox_subscription ON mail_outbox (subscription_id, created_at)`
 })
 
@@ -59,15 +59,15 @@ const m0002_transfers = Effect.gen(function*() {
   const sql = yield* SqlClient
   const { types: T } = yield* Dialect
   yield* sql`CREATE TABLE api_clients (
-    id TEXT PRIMARY KEY,
+    id ${T.key} PRIMARY KEY,
     name TEXT NOT NULL,
-    key_hash TEXT NOT NULL UNIQUE,
+    key_hash ${T.key} NOT NULL UNIQUE,
     created_at ${T.time} NOT NULL
-  )`
+  )${T.table}`
   yield* sql`CREATE TABLE transfers (
-    id TEXT PRIMARY KEY,
-    client_id TEXT NOT NULL REFERENCES api_clients (id),
-    reference TEXT NOT NULL,
+    id ${T.key} PRIMARY KEY,
+    client_id ${T.key} NOT NULL REFERENCES api_clients (id),
+    reference ${T.key} NOT NULL,
     amount ${T.money} NOT NULL CHECK (amount > 0),
     currency TEXT NOT NULL,
     status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'declined')),
@@ -88,22 +88,22 @@ const m0002_transfers = Effect.gen(function*() {
     authorization_code TEXT,
     created_at ${T.time} NOT NULL,
     UNIQUE (client_id, reference)
-  )`
+  )${T.table}`
   yield* sql`CREATE INDEX transfers_client_created ON transfers (client_id, created_at, id)`
   yield* sql`CREATE TABLE idempotency_keys (
-    client_id TEXT NOT NULL REFERENCES api_clients (id),
-    idempotency_key TEXT NOT NULL,
-    request_hash TEXT NOT NULL,
+    client_id ${T.key} NOT NULL REFERENCES api_clients (id),
+    idempotency_key ${T.key} NOT NULL,
+    request_hash ${T.key} NOT NULL,
     started_at ${T.time} NOT NULL,
     response_status INTEGER,
     response_body TEXT,
     completed_at ${T.time},
     PRIMARY KEY (client_id, idempotency_key)
-  )`
+  )${T.table}`
   yield* sql`CREATE TABLE service_secrets (
-    name TEXT PRIMARY KEY,
+    name ${T.key} PRIMARY KEY,
     value TEXT NOT NULL
-  )`
+  )${T.table}`
 })
 
 // Feeds are deleted softly, so the collection's Last-Modified moves on a deletion too.
@@ -119,10 +119,14 @@ const m0003_feed_deletion = Effect.gen(function*() {
 // that its retry runs again and meets the transfer's reference.
 const m0004_idempotency_answers = Effect.gen(function*() {
   const sql = yield* SqlClient
-  const { pg } = yield* Dialect
+  const { mysql, pg } = yield* Dialect
   const field = (...path: ReadonlyArray<string>) =>
     sql.literal(
-      pg ? `(response_body::json #>> '{${path.join(",")}}')` : `json_extract(response_body, '$.${path.join(".")}')`
+      pg
+        ? `(response_body::json #>> '{${path.join(",")}}')`
+        : mysql
+        ? `json_unquote(json_extract(response_body, '$.${path.join(".")}'))`
+        : `json_extract(response_body, '$.${path.join(".")}')`
     )
   const message = field("error", "message")
   yield* sql`ALTER TABLE idempotency_keys ADD COLUMN request_id TEXT`
@@ -152,17 +156,21 @@ const m0004_idempotency_answers = Effect.gen(function*() {
 // change a CHECK constraint, so its table is rebuilt; nothing references transfers by foreign key.
 const m0005_unknown_outcomes = Effect.gen(function*() {
   const sql = yield* SqlClient
-  const { pg, types: T } = yield* Dialect
+  const { mysql, pg, types: T, where } = yield* Dialect
   const statuses = sql.literal("status IN ('pending', 'unknown', 'approved', 'declined')")
   const added = [
     "request_hash TEXT",
-    `reconciled_at ${pg ? "TIMESTAMPTZ" : "INTEGER"}`,
+    `reconciled_at ${pg ? "TIMESTAMPTZ" : mysql ? "BIGINT" : "INTEGER"}`,
     "reconcile_attempts INTEGER NOT NULL DEFAULT 0",
-    `reconcile_at ${pg ? "TIMESTAMPTZ" : "INTEGER"}`
+    `reconcile_at ${pg ? "TIMESTAMPTZ" : mysql ? "BIGINT" : "INTEGER"}`
   ]
   if (pg) {
     yield* sql`ALTER TABLE transfers DROP CONSTRAINT transfers_status_check`
     yield* sql`ALTER TABLE transfers ADD CONSTRAINT transfers_status_check CHECK (${statuses})`
+    for (const column of added) yield* sql`ALTER TABLE transfers ADD COLUMN ${sql.literal(column)}`
+  } else if (mysql) {
+    // A column's CHECK is part of its definition in MariaDB: redefining the column replaces it.
+    yield* sql`ALTER TABLE transfers MODIFY status TEXT NOT NULL CHECK (${statuses})`
     for (const column of added) yield* sql`ALTER TABLE transfers ADD COLUMN ${sql.literal(column)}`
   } else {
     const columns = `id, client_id, reference, amount, currency, status, sender_first_name, sender_middle_name,
@@ -194,17 +202,17 @@ const m0005_unknown_outcomes = Effect.gen(function*() {
       created_at ${T.time} NOT NULL,
       ${sql.literal(added.join(", "))},
       UNIQUE (client_id, reference)
-    )`
+    )${T.table}`
     yield* sql`INSERT INTO transfers_0005 (${sql.literal(columns)}) SELECT ${sql.literal(columns)} FROM transfers`
     yield* sql`DROP TABLE transfers`
     yield* sql`ALTER TABLE transfers_0005 RENAME TO transfers`
     yield* sql`CREATE INDEX transfers_client_created ON transfers (client_id, created_at, id)`
   }
-  yield* sql`CREATE INDEX transfers_unsettled ON transfers (created_at) WHERE status IN ('pending', 'unknown')`
+  yield* sql`CREATE INDEX transfers_unsettled ON transfers (created_at) ${where("status IN ('pending', 'unknown')")}`
   // Key expiry (pruned by age) and the keys a reconciled transfer answers (unanswered, by request hash).
   yield* sql`CREATE INDEX idempotency_keys_started ON idempotency_keys (started_at)`
   yield* sql`CREATE INDEX idempotency_keys_unanswered ON idempotency_keys (client_id, request_hash)
-    WHERE answer IS NULL`
+    ${where("answer IS NULL")}`
 })
 
 // Events and their webhook deliveries (docs/webhooks.md). An event is written, with one delivery per endpoint
@@ -213,10 +221,10 @@ const m0005_unknown_outcomes = Effect.gen(function*() {
 // honours it; its secret is kept as it is, since signing needs it.
 const m0006_webhooks = Effect.gen(function*() {
   const sql = yield* SqlClient
-  const { types: T } = yield* Dialect
+  const { types: T, where } = yield* Dialect
   yield* sql`CREATE TABLE webhook_endpoints (
-    id TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
+    id ${T.key} PRIMARY KEY,
+    owner ${T.key} NOT NULL,
     url TEXT NOT NULL,
     enabled_events TEXT NOT NULL,
     secret TEXT NOT NULL,
@@ -226,45 +234,56 @@ const m0006_webhooks = Effect.gen(function*() {
     last_error TEXT,
     disabled_at ${T.time},
     disabled_reason TEXT
-  )`
+  )${T.table}`
   yield* sql`CREATE INDEX webhook_endpoints_owner ON webhook_endpoints (owner)`
   yield* sql`CREATE TABLE events (
-    id TEXT PRIMARY KEY,
+    id ${T.key} PRIMARY KEY,
     type TEXT NOT NULL,
-    owner TEXT NOT NULL,
+    owner ${T.key} NOT NULL,
     created_at ${T.time} NOT NULL,
     body TEXT NOT NULL
-  )`
+  )${T.table}`
   yield* sql`CREATE INDEX events_owner_created ON events (owner, created_at, id)`
   yield* sql`CREATE TABLE webhook_deliveries (
     id ${T.serial},
-    event_id TEXT NOT NULL REFERENCES events (id),
-    endpoint_id TEXT NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+    event_id ${T.key} NOT NULL REFERENCES events (id),
+    endpoint_id ${T.key} NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
     created_at ${T.time} NOT NULL,
     next_attempt_at ${T.time} NOT NULL,
     attempts INTEGER NOT NULL DEFAULT 0,
     delivered_at ${T.time},
     last_error TEXT
-  )`
+  )${T.table}`
   yield* sql`CREATE INDEX webhook_deliveries_due ON webhook_deliveries (endpoint_id, next_attempt_at)
-    WHERE delivered_at IS NULL`
-  yield* sql`CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (next_attempt_at) WHERE delivered_at IS NULL`
+    ${where("delivered_at IS NULL")}`
+  yield* sql`CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (next_attempt_at) ${
+    where("delivered_at IS NULL")
+  }`
 })
 
 // The operator's listing and export read a feed's subscriptions in id order; the purge of unconfirmed signups
 // reads the pending ones by the time of their last signup.
 const m0007_subscriber_listing = Effect.gen(function*() {
   const sql = yield* SqlClient
+  const { where } = yield* Dialect
   yield* sql`CREATE INDEX subscriptions_feed_status ON subscriptions (feed, status, id)`
-  yield* sql`CREATE INDEX subscriptions_pending ON subscriptions (updated_at) WHERE status = 'pending'`
+  yield* sql`CREATE INDEX subscriptions_pending ON subscriptions (updated_at) ${where("status = 'pending'")}`
 })
 
-// Rate limits shared by the instances on one PostgreSQL database (adapters/postgres/PgRateLimiterStore.ts): one
-// token bucket per key. UNLOGGED: a draw writes no WAL, so its commit waits for no fsync (buckets are lost
-// in a crash of PostgreSQL, which only refills them). SQLite runs one process, whose limits stay in memory.
+// Rate limits shared by the instances on one server database (adapters/postgres/PgRateLimiterStore.ts,
+// adapters/mariadb/MariaDbRateLimiterStore.ts): one token bucket per key. UNLOGGED on PostgreSQL: a draw writes
+// no WAL, so its commit waits for no fsync (buckets are lost in a crash of PostgreSQL, which only refills them).
+// SQLite runs one process, whose limits stay in memory.
 const m0008_rate_limits = Effect.gen(function*() {
   const sql = yield* SqlClient
-  const { pg } = yield* Dialect
+  const { mysql, pg } = yield* Dialect
+  if (mysql) {
+    yield* sql`CREATE TABLE rate_limits (
+      bucket VARCHAR(255) PRIMARY KEY,
+      tokens DOUBLE NOT NULL,
+      refilled_at BIGINT NOT NULL
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`
+  }
   if (!pg) return
   yield* sql`CREATE UNLOGGED TABLE rate_limits (
     key TEXT PRIMARY KEY,
@@ -287,19 +306,20 @@ export const migrations = Migrator.fromRecord({
 
 const migrate = Migrator.make({})({ loader: migrations })
 
-// Instances starting together on one PostgreSQL database would race creating the migrations table; a
-// session advisory lock, held on a connection of its own, runs them one after the other. (On SQLite,
-// BEGIN IMMEDIATE already does.)
+// Instances starting together on one server database would race creating the migrations table; a lock held
+// by a connection of its own (PostgreSQL's session advisory lock, MariaDB's GET_LOCK) runs them one after the
+// other. (On SQLite, BEGIN IMMEDIATE already does.)
 const MigrationLock = "7061797375620001"
 export const runMigrations = Effect.gen(function*() {
   const sql = yield* SqlClient
-  const { pg } = yield* Dialect
-  if (!pg) return yield* migrate
+  const { mysql, pg } = yield* Dialect
+  if (!pg && !mysql) return yield* migrate
+  const [lock, unlock] = pg
+    ? [`SELECT pg_advisory_lock(${MigrationLock})`, `SELECT pg_advisory_unlock(${MigrationLock})`]
+    : [`SELECT GET_LOCK('paysub_migrations', 120)`, `SELECT RELEASE_LOCK('paysub_migrations')`]
   return yield* Effect.scoped(Effect.gen(function*() {
     const lockHolder = yield* sql.reserve
-    yield* lockHolder.executeRaw(`SELECT pg_advisory_lock(${MigrationLock})`, [])
-    return yield* migrate.pipe(
-      Effect.ensuring(Effect.ignore(lockHolder.executeRaw(`SELECT pg_advisory_unlock(${MigrationLock})`, [])))
-    )
+    yield* lockHolder.executeRaw(lock, [])
+    return yield* migrate.pipe(Effect.ensuring(Effect.ignore(lockHolder.executeRaw(unlock, []))))
   }))
 })

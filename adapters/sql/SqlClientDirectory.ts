@@ -21,8 +21,17 @@ export const layer = Layer.effect(
         ),
         Effect.orDie
       ),
+      // MariaDB has no UPDATE ... RETURNING: there the row is found first (an id never changes).
       replaceKeyHash: (id, keyHash) =>
-        sql`UPDATE api_clients SET key_hash = ${keyHash} WHERE id = ${id} RETURNING id`.pipe(
+        sql.onDialectOrElse({
+          mysql: () =>
+            sql`SELECT id FROM api_clients WHERE id = ${id}`.pipe(
+              Effect.tap((rows) =>
+                rows.length > 0 ? sql`UPDATE api_clients SET key_hash = ${keyHash} WHERE id = ${id}` : Effect.void
+              )
+            ),
+          orElse: () => sql`UPDATE api_clients SET key_hash = ${keyHash} WHERE id = ${id} RETURNING id`
+        }).pipe(
           Effect.map((rows) => rows.length > 0),
           Effect.orDie
         )

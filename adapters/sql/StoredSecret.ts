@@ -5,6 +5,11 @@ import { Effect } from "effect"
 export const storedSecret = (name: string, generate: () => string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
-    yield* sql`INSERT INTO service_secrets (name, value) VALUES (${name}, ${generate()}) ON CONFLICT (name) DO NOTHING`
+    const value = generate()
+    yield* sql.onDialectOrElse({
+      mysql: () => sql`INSERT IGNORE INTO service_secrets (name, value) VALUES (${name}, ${value})`,
+      orElse: () =>
+        sql`INSERT INTO service_secrets (name, value) VALUES (${name}, ${value}) ON CONFLICT (name) DO NOTHING`
+    })
     return (yield* sql<{ value: string }>`SELECT value FROM service_secrets WHERE name = ${name}`)[0]!.value
   }).pipe(Effect.orDie)

@@ -10,7 +10,7 @@ import { FeedName } from "../../core/Feed.ts"
 import { SubscriberDirectory } from "../../core/SubscriberDirectory.ts"
 import { SubscriptionStore } from "../../core/SubscriptionStore.ts"
 import { ClientId } from "../../core/Transfer.ts"
-import { AppConfig, storageLayer } from "../AppLayer.ts"
+import { databaseUrlConfig, storageLayer } from "../compose/Storage.ts"
 import { subscribersExport } from "./SubscribersExport.ts"
 
 // `npm run cli -- --help`. Every command works on the database at DATABASE_URL (the service's) and prints one
@@ -18,12 +18,12 @@ import { subscribersExport } from "./SubscribersExport.ts"
 // when made; listings never show a key or its hash.
 const StorageLive = Layer.unwrapEffect(
   Effect.map(
-    AppConfig,
-    (config) =>
+    databaseUrlConfig,
+    (databaseUrl) =>
       Layer.mergeAll(Clients.Default, ClientKeys.Default, SubscriberDirectory.Default).pipe(
         Layer.provide(SqlClientDirectory),
         Layer.provide(CryptoTokens),
-        Layer.provideMerge(storageLayer(config.databaseUrl, openBetterSqlite3))
+        Layer.provideMerge(storageLayer(databaseUrl, openBetterSqlite3))
       )
   )
 )

@@ -43,9 +43,16 @@ const panOfReference = new Map<string, string>()
 // PostgreSQL the data directory stays empty and the database's dump is kept under `storeName()`.
 let filesWhileRunning: Map<string, string>
 let filesAfterStop: Map<string, string>
-const storeName = () => (app.onPostgres ? `pg_dump --data-only ${databaseOf(app.databaseUrl)}` : app.databaseFile)
+const storeName = () =>
+  app.onPostgres
+    ? `pg_dump --data-only ${databaseOf(app.databaseUrl)}`
+    : app.onMariaDb
+    ? `every row of ${databaseOf(app.databaseUrl)}`
+    : app.databaseFile
 const storage = testDatabase === "postgres"
   ? { running: "the PostgreSQL database (pg_dump) while the app runs", stopped: "the PostgreSQL database (pg_dump)" }
+  : testDatabase === "mariadb"
+  ? { running: "the MariaDB database (every row) while the app runs", stopped: "the MariaDB database (every row)" }
   : { running: "the SQLite files while the app runs (database, -wal, -shm)", stopped: "the SQLite files" }
 
 const readDataFiles = (dir: string): Map<string, string> => {
@@ -62,6 +69,13 @@ const readDataFiles = (dir: string): Map<string, string> => {
     // All but the migrator's bookkeeping, whose now() times carry microseconds: 6-digit runs that random
     // CVCs would be "found" in.
     files.set(storeName(), dumpData(app.databaseUrl, ["--exclude-table-data=effect_sql_migrations"]))
+    return files
+  }
+  if (app.onMariaDb) {
+    const tables = app.query<{ name: string }>(
+      "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name <> 'effect_sql_migrations'"
+    )
+    files.set(storeName(), tables.map((t) => JSON.stringify(app.query(`SELECT * FROM \`${t.name}\``))).join("\n"))
     return files
   }
   for (const suffix of ["", "-wal", "-shm", "-journal"]) {

@@ -1,6 +1,7 @@
 // Black-box: the subscriber's side over HTTP (the signup page, form answers as pages, CORS for listed origins)
 // and the operator's view (listing by cursor, the CSV export streamed), on the app and database under test.
 import Database from "better-sqlite3"
+import mysql from "mysql2/promise"
 import { readFileSync } from "node:fs"
 import pg from "pg"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
@@ -179,6 +180,21 @@ const seed = async (feed: string, count: number) => {
         SELECT 'bulk' || i || '@example.com', 'bulk' || i || '@example.com', ${name("i")}, $1, 'active', now(), now()
         FROM generate_series(1, ${count}) AS i`,
         [feed]
+      )
+    } finally {
+      await client.end()
+    }
+    return
+  }
+  if (app.onMariaDb) {
+    const client = await mysql.createConnection({ uri: app.databaseUrl })
+    try {
+      await client.query(
+        `INSERT INTO subscriptions (email, email_key, name, feed, status, created_at, updated_at)
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${count})
+        SELECT concat('bulk', i, '@example.com'), concat('bulk', i, '@example.com'),
+          concat('Subscriber ', i, ' ${"x".repeat(80)}'), ?, 'active', ?, ? FROM n`,
+        [feed, Date.now(), Date.now()]
       )
     } finally {
       await client.end()

@@ -21,7 +21,13 @@ describe(`npm run ${script}`, () => {
     const healthz = `http://127.0.0.1:${port}/healthz`
     const npm = spawn("npm", ["run", "--silent", script], {
       cwd: root,
-      env: { ...process.env, PORT: String(port), DATABASE_URL: `sqlite:${join(dataDir, "paysub.db")}` },
+      // BASE_URL: vitest puts its own ("/") in process.env, which the app refuses at start.
+      env: {
+        ...process.env,
+        PORT: String(port),
+        BASE_URL: `http://127.0.0.1:${port}`,
+        DATABASE_URL: `sqlite:${join(dataDir, "paysub.db")}`
+      },
       stdio: "ignore",
       // Its own process group, so that the cleanup below also ends an app that outlived npm.
       detached: true

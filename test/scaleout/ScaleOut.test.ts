@@ -32,7 +32,7 @@ import { createTestDatabase } from "../support/Postgres.ts"
 import { SmtpTestServer } from "../support/SmtpTestServer.ts"
 import { TestProcessor } from "../support/TestProcessor.ts"
 
-const onPostgres = testDatabase === "postgres"
+const onPostgres = testDatabase !== "sqlite"
 const root = resolve(import.meta.dirname, "../..")
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -96,7 +96,7 @@ const slowProxy = async (target: string, delayMs: number) => {
 
 describe.skipIf(!onPostgres)(
   `scale-out: two app instances on one PostgreSQL database${
-    onPostgres ? "" : " (skipped: runs with TEST_DATABASE=postgres only)"
+    onPostgres ? "" : " (skipped: runs with TEST_DATABASE=postgres or mariadb only)"
   }`,
   () => {
     let smtp: SmtpTestServer
@@ -550,7 +550,14 @@ describe.skipIf(!onPostgres)(
         const [command, ...args] = nodeAppCommand
         child = spawn(command!, args, {
           cwd: root,
-          env: { ...process.env, PORT: String(port), DATABASE_URL: database.url, SUBSCRIBE_RATE_LIMIT: "0" },
+          env: {
+            ...process.env,
+            PORT: String(port),
+            // vitest puts its own BASE_URL ("/") in process.env, which the app refuses at start.
+            BASE_URL: `http://127.0.0.1:${port}`,
+            DATABASE_URL: database.url,
+            SUBSCRIBE_RATE_LIMIT: "0"
+          },
           stdio: "ignore"
         })
         const deadline = Date.now() + 30_000

@@ -6,7 +6,7 @@ import { AppProcess, testDatabase } from "../support/AppProcess.ts"
 import { firstApiKey, MerchantApi, transferBody, unlimitedEnv } from "../support/Payments.ts"
 import { webhookEnv, WebhookReceiver } from "../support/WebhookReceiver.ts"
 
-const onPostgres = testDatabase === "postgres"
+const onPostgres = testDatabase !== "sqlite"
 
 describe.skipIf(!onPostgres)("webhooks from two instances on one PostgreSQL database", () => {
   let apps: ReadonlyArray<AppProcess> = []

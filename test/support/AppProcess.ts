@@ -7,11 +7,12 @@ import { join, resolve } from "node:path"
 import { afterAll, expect } from "vitest"
 import { denoStartCommand, nodeStartCommand } from "../../scripts/start-commands.mjs"
 import { ContractProxy } from "./ContractProxy.ts"
+import * as MariaDb from "./MariaDb.ts"
 import { createTestDatabase, dropDatabaseSync, queryPostgresSync, type TestDatabase } from "./Postgres.ts"
 
 // Starts the service as a real process on a real socket, the way a user starts it. APP_RUNTIME picks the
-// app under test, so the same black-box suites run against every runtime; TEST_DATABASE=postgres runs it on
-// a PostgreSQL database of its own instead of a SQLite file in its data directory.
+// app under test, so the same black-box suites run against every runtime; TEST_DATABASE=postgres (or mariadb)
+// runs it on a PostgreSQL (or MariaDB) database of its own instead of a SQLite file in its data directory.
 const root = resolve(import.meta.dirname, "../..")
 // The apps and the CLI as `npm start`, `npm run start:deno` and `npm run cli` run them: plain node, or deno, on
 // the bundles that scripts/build.mjs makes (vitest's globalSetup, test/support/globalSetup.ts, builds them once
@@ -38,14 +39,22 @@ export const freePort = (): Promise<number> =>
 
 export const AdminKey = "test-admin-key-0123456789"
 
-export const testDatabase: "sqlite" | "postgres" = process.env.TEST_DATABASE === "postgres" ? "postgres" : "sqlite"
+export const testDatabase: "sqlite" | "postgres" | "mariadb" =
+  process.env.TEST_DATABASE === "postgres" || process.env.TEST_DATABASE === "mariadb"
+    ? process.env.TEST_DATABASE
+    : "sqlite"
+// A database server several instances can share (the scale-out suites run on these only).
+export const sharedDatabase = testDatabase !== "sqlite"
+const server = testDatabase === "mariadb"
+  ? { create: MariaDb.createTestDatabase, dropSync: MariaDb.dropDatabaseSync }
+  : { create: createTestDatabase, dropSync: dropDatabaseSync }
 
-// PostgreSQL databases made for apps in this test file, by the data directory of the app they were made for:
+// PostgreSQL (or MariaDB) databases made for apps in this test file, by the data directory of the app they were made for:
 // an app started again on the same data directory (a restart) gets the same database. They are dropped after
 // the file's last test (an afterAll registered here, before the file's own, so it runs after them), or at
 // exit if the process ends some other way.
 const databasesByDataDir = new Map<string, TestDatabase>()
-if (testDatabase === "postgres") {
+if (sharedDatabase) {
   afterAll(async () => {
     const databases = [...databasesByDataDir.values()]
     databasesByDataDir.clear()
@@ -54,7 +63,7 @@ if (testDatabase === "postgres") {
   process.once("exit", () => {
     for (const d of databasesByDataDir.values()) {
       try {
-        dropDatabaseSync(d.url)
+        server.dropSync(d.url)
       } catch {
         // the process is ending: nothing to report to
       }
@@ -65,7 +74,7 @@ if (testDatabase === "postgres") {
 const postgresUrlFor = async (dataDir: string): Promise<string> => {
   const existing = databasesByDataDir.get(dataDir)
   if (existing !== undefined) return existing.url
-  const created = await createTestDatabase()
+  const created = await server.create()
   databasesByDataDir.set(dataDir, created)
   return created.url
 }
@@ -117,7 +126,7 @@ export class AppProcess {
     const port = options.port ?? (await freePort())
     const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "paysub-app-"))
     const databaseUrl = options.env?.DATABASE_URL ?? options.databaseUrl ??
-      (testDatabase === "postgres" ? await postgresUrlFor(dataDir) : `sqlite:${join(dataDir, "paysub.db")}`)
+      (sharedDatabase ? await postgresUrlFor(dataDir) : `sqlite:${join(dataDir, "paysub.db")}`)
     const proxy = contractChecked ? await ContractProxy.start(await freePort(), port) : undefined
     if (proxy !== undefined) proxies.push(proxy)
     const app = new AppProcess(port, dataDir, {
@@ -149,10 +158,13 @@ export class AppProcess {
   get onPostgres(): boolean {
     return /^postgres(ql)?:\/\//.test(this.databaseUrl)
   }
+  get onMariaDb(): boolean {
+    return /^(mysql|mariadb):\/\//.test(this.databaseUrl)
+  }
   // The SQLite file. There is none on PostgreSQL: use databaseUrl, query() or Postgres.dumpData there.
   get databaseFile(): string {
-    if (this.onPostgres) {
-      throw new Error("databaseFile: this app runs on PostgreSQL (TEST_DATABASE=postgres), which has no database file")
+    if (this.onPostgres || this.onMariaDb) {
+      throw new Error(`databaseFile: this app runs on ${this.databaseUrl.split(":")[0]}, which has no database file`)
     }
     return this.databaseUrl.replace(/^sqlite:/, "")
   }
@@ -217,6 +229,7 @@ export class AppProcess {
   // integers above 2^53 are rounded (read them CAST AS TEXT).
   query<A = Record<string, unknown>>(sql: string, ...params: ReadonlyArray<unknown>): Array<A> {
     if (this.onPostgres) return queryPostgresSync<A>(this.databaseUrl, sql, params)
+    if (this.onMariaDb) return MariaDb.queryMariaDbSync<A>(this.databaseUrl, sql, params)
     const db = new Database(this.databaseFile, { readonly: true, fileMustExist: true })
     try {
       return db.prepare(sql).all(...params) as Array<A>

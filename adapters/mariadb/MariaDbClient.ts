@@ -1,0 +1,51 @@
+import { MysqlClient } from "@effect/sql-mysql2"
+import { type SqlClient, TransactionConnection } from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect, Layer, Redacted } from "effect"
+import type { NewEvent } from "../sql/EventRows.ts"
+
+// MariaDB (or MySQL 8) through @effect/sql-mysql2: mysql://user:password@host:port/database, or mariadb://.
+// Times are BIGINT milliseconds (adapters/sql/Dialect.ts), so no time zone stands between the server and the
+// instances.
+export const layer = (url: Redacted.Redacted<string>) => {
+  const parsed = new URL(Redacted.value(url))
+  return MysqlClient.layer({
+    host: parsed.hostname,
+    port: Number(parsed.port || 3306),
+    database: decodeURIComponent(parsed.pathname.slice(1)),
+    username: decodeURIComponent(parsed.username) || "root",
+    ...(parsed.password === "" ? {} : { password: Redacted.make(decodeURIComponent(parsed.password)) }),
+    maxConnections: 10,
+    poolConfig: { maxIdle: 10, charset: "utf8mb4_bin" }
+    // Its ConfigError is in the type only: this layer reads no Config.
+  }).pipe(Layer.catchAll((error) => error._tag === "SqlError" ? Layer.fail(error) : Layer.die(error)))
+}
+
+// Two transactions that lock rows in opposite order (two first requests for one key both find its gap empty,
+// then both insert) deadlock: MariaDB rolls one back, and it runs again from its start, where its locking read
+// now finds the other's row. So does one that lost a race to a unique key.
+const retryable = (error: SqlError) => [1213, 1205, 1062].includes((error.cause as { errno?: number })?.errno ?? 0)
+
+// A transaction runs READ COMMITTED, as on PostgreSQL: under InnoDB's default REPEATABLE READ a locking scan
+// keeps every row it read locked (a SKIP LOCKED claim would hide rows it did not take) and its gap locks
+// deadlock first inserts. The level is set on the connection before BEGIN (after it, it would not apply).
+export const transactionOn = (sql: SqlClient) => <A, E, R>(work: Effect.Effect<A, E, R>) =>
+  Effect.scoped(Effect.gen(function*() {
+    const connection = yield* sql.reserve
+    yield* connection.executeUnprepared("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", [], undefined)
+    return yield* Effect.provideService(sql.withTransaction(work), TransactionConnection, [connection, -1])
+  })).pipe(
+    Effect.retry({
+      while: (error) => (error as { _tag?: string })._tag === "SqlError" && retryable(error as SqlError),
+      times: 100
+    })
+  )
+
+// An event and one delivery for each endpoint of its owner that asked for its type, in the caller's transaction.
+export const writeEvent = (sql: SqlClient, e: NewEvent) =>
+  Effect.zipRight(
+    sql`INSERT INTO events (id, type, owner, created_at, body) VALUES (${e.id}, ${e.type}, ${e.owner}, ${e.createdAt}, ${e.body})`,
+    sql`INSERT INTO webhook_deliveries (event_id, endpoint_id, created_at, next_attempt_at)
+        SELECT ${e.id}, id, ${e.createdAt}, ${e.createdAt} FROM webhook_endpoints WHERE owner = ${e.owner}
+        AND disabled_at IS NULL AND (enabled_events LIKE ${e.pattern} OR enabled_events LIKE '%"*"%')`
+  )

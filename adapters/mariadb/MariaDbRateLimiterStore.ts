@@ -1,0 +1,41 @@
+import { RateLimiterStore, RateLimitStoreError } from "@effect/experimental/RateLimiter"
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Clock, Duration, Effect, Layer, Schedule } from "effect"
+import { transactionOn } from "./MariaDbClient.ts"
+
+// @effect/experimental's RateLimiter with its token buckets in MariaDB, so that every instance on the database
+// draws from the same ones: a bucket's row is locked, refilled for the time since, drawn from and written back
+// in one transaction. A draw that would go below zero takes nothing.
+export const layer = Layer.scoped(
+  RateLimiterStore,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const transaction = transactionOn(sql)
+    // Full buckets need no row: rows untouched for an hour (every limit here refills within one) are removed.
+    yield* Clock.currentTimeMillis.pipe(
+      Effect.flatMap((now) => sql`DELETE FROM rate_limits WHERE refilled_at < ${now - 3_600_000}`),
+      Effect.ignore,
+      Effect.repeat(Schedule.spaced(Duration.minutes(1))),
+      Effect.forkScoped
+    )
+    return RateLimiterStore.of({
+      tokenBucket: ({ allowOverflow, key, limit, refillRate, tokens }) =>
+        transaction(Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const [row] = yield* sql<{ tokens: number; refilled_at: number }>`
+            SELECT tokens, refilled_at FROM rate_limits WHERE bucket = ${key} FOR UPDATE`
+          const available = row === undefined
+            ? limit
+            : Math.min(limit, Number(row.tokens) + (now - Number(row.refilled_at)) / Duration.toMillis(refillRate))
+          const consumed = allowOverflow || available >= tokens
+          const left = consumed ? available - tokens : available
+          yield* sql`INSERT INTO rate_limits (bucket, tokens, refilled_at) VALUES (${key}, ${left}, ${now})
+            ON DUPLICATE KEY UPDATE tokens = VALUES(tokens), refilled_at = VALUES(refilled_at)`
+          return Math.floor(consumed ? left : left - tokens)
+        })).pipe(
+          Effect.mapError((cause) => new RateLimitStoreError({ message: "MariaDB rate limit store failed", cause }))
+        ),
+      fixedWindow: () => Effect.die("the MariaDB rate limit store keeps token buckets only")
+    })
+  })
+)

@@ -1,0 +1,46 @@
+import { Config } from "effect"
+import { mailConcurrencyConfig } from "../../adapters/mail/SmtpMailer.ts"
+import { DefaultPendingTtlDays } from "../../core/PendingPurge.ts"
+import { databaseUrlConfig } from "./Storage.ts"
+
+// Every setting the service reads, checked at start: a value that cannot be read stops it with a message
+// naming the variable (Effect Config says which), before anything is opened.
+const atLeast = (name: string, min: number, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.validate({ message: `${name} must be an integer of at least ${min}`, validation: (n) => n >= min }),
+    Config.withDefault(fallback)
+  )
+const onOff = (name: string, fallback: "on" | "off") =>
+  Config.literal("on", "off")(name).pipe(Config.withDefault(fallback))
+
+export const AppConfig = Config.all({
+  port: Config.port("PORT").pipe(Config.withDefault(3000)),
+  baseUrl: Config.option(
+    Config.string("BASE_URL").pipe(Config.validate({
+      message: "BASE_URL must be an absolute http:// or https:// URL",
+      validation: (url) => /^https?:\/\/[^/]/.test(url) && URL.canParse(url)
+    }))
+  ),
+  databaseUrl: databaseUrlConfig,
+  mailTransport: Config.literal("console", "smtp")("MAIL_TRANSPORT").pipe(Config.withDefault("console" as const)),
+  mailConcurrency: mailConcurrencyConfig,
+  cardNetwork: Config.literal("sandbox", "http")("CARD_NETWORK").pipe(Config.withDefault("sandbox" as const)),
+  adminApiKey: Config.option(Config.redacted("ADMIN_API_KEY")),
+  fingerprintKey: Config.option(Config.redacted("CARD_FINGERPRINT_KEY")),
+  maxBodyBytes: atLeast("MAX_BODY_BYTES", 1, 64 * 1024),
+  headersTimeoutMs: atLeast("HEADERS_TIMEOUT_MS", 1, 10_000),
+  requestTimeoutMs: atLeast("REQUEST_TIMEOUT_MS", 1, 30_000),
+  trace: onOff("HTTP_TRACE", "on"),
+  subscribeRateLimit: atLeast("SUBSCRIBE_RATE_LIMIT", 0, 20),
+  merchantRateLimit: atLeast("MERCHANT_RATE_LIMIT", 0, 100),
+  subscribeAllowedOrigins: Config.string("SUBSCRIBE_ALLOWED_ORIGINS").pipe(Config.withDefault("")),
+  pendingTtlDays: atLeast("PENDING_TTL_DAYS", 1, DefaultPendingTtlDays),
+  cardNetworkTimeoutMs: atLeast("CARD_NETWORK_TIMEOUT_MS", 1, 10_000),
+  reconcileLeaseMs: atLeast("RECONCILE_LEASE_MS", 1, 30_000),
+  reconcileMaxDelayMs: atLeast("RECONCILE_MAX_DELAY_MS", 1, 300_000),
+  redisUrl: Config.option(Config.redacted("REDIS_URL")),
+  webhookAllowHttp: onOff("WEBHOOK_ALLOW_HTTP", "off"),
+  webhookAllowPrivate: onOff("WEBHOOK_ALLOW_PRIVATE", "off"),
+  deliveryThread: onOff("DELIVERY_THREAD", "on")
+})
+export type AppConfig = Config.Config.Success<typeof AppConfig>

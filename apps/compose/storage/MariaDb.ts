@@ -1,0 +1,21 @@
+import { Layer, Redacted } from "effect"
+import { layer as MariaDbClient } from "../../../adapters/mariadb/MariaDbClient.ts"
+import { layer as MariaDbRateLimiterStore } from "../../../adapters/mariadb/MariaDbRateLimiterStore.ts"
+import { layer as MariaDbSubscriptionStore } from "../../../adapters/mariadb/MariaDbSubscriptionStore.ts"
+import { layer as MariaDbTransferStore } from "../../../adapters/mariadb/MariaDbTransferStore.ts"
+import { layer as MariaDbWebhookStore } from "../../../adapters/mariadb/MariaDbWebhookStore.ts"
+import { runMigrations } from "../../../adapters/sql/Migrations.ts"
+import { EventViewsLive } from "../../http/EventViewsLive.ts"
+import type { StorageAdapter } from "../Storage.ts"
+
+export const MariaDb: StorageAdapter = {
+  forms: ["mysql://...", "mariadb://..."],
+  accepts: (url) => /^(mysql|mariadb):\/\//.test(url),
+  shared: true,
+  layer: (url) =>
+    Layer.mergeAll(MariaDbSubscriptionStore, MariaDbTransferStore, MariaDbWebhookStore, MariaDbRateLimiterStore).pipe(
+      Layer.provide(EventViewsLive),
+      Layer.provideMerge(Layer.effectDiscard(runMigrations)),
+      Layer.provideMerge(MariaDbClient(Redacted.make(url)))
+    )
+}

@@ -1,0 +1,26 @@
+import { Layer, Redacted } from "effect"
+import { layer as PgClient } from "../../../adapters/postgres/PgClient.ts"
+import { layer as PgRateLimiterStore } from "../../../adapters/postgres/PgRateLimiterStore.ts"
+import { layer as PgSubscriptionStore } from "../../../adapters/postgres/PgSubscriptionStore.ts"
+import { layer as PgTransferStore } from "../../../adapters/postgres/PgTransferStore.ts"
+import { layer as PgWebhookStore } from "../../../adapters/postgres/PgWebhookStore.ts"
+import { runMigrations } from "../../../adapters/sql/Migrations.ts"
+import { storesOver } from "../../../core/Stores.ts"
+import { EventViewsLive } from "../../http/EventViewsLive.ts"
+import type { StorageAdapter } from "../Storage.ts"
+
+export const Postgres: StorageAdapter = {
+  forms: ["postgres://...", "postgresql://..."],
+  accepts: (url) => /^postgres(ql)?:\/\//.test(url),
+  shared: true,
+  layer: (url) =>
+    Layer.mergeAll(
+      storesOver(Layer.merge(PgSubscriptionStore, PgTransferStore)),
+      PgWebhookStore,
+      PgRateLimiterStore
+    ).pipe(
+      Layer.provide(EventViewsLive),
+      Layer.provideMerge(Layer.effectDiscard(runMigrations)),
+      Layer.provideMerge(PgClient(Redacted.make(url)))
+    )
+}

@@ -1,0 +1,32 @@
+import { RateLimiter } from "@effect/experimental"
+import { Layer } from "effect"
+import { mkdirSync } from "node:fs"
+import { dirname } from "node:path"
+import { runMigrations } from "../../../adapters/sql/Migrations.ts"
+import { layer as SqliteClient } from "../../../adapters/sqlite/SqliteClient.ts"
+import * as SqliteStores from "../../../adapters/sqlite/SqliteStores.ts"
+import { layer as SqliteWebhookStore } from "../../../adapters/sqlite/SqliteWebhookStore.ts"
+import { storesOver } from "../../../core/Stores.ts"
+import { EventViewsLive } from "../../http/EventViewsLive.ts"
+import type { StorageAdapter } from "../Storage.ts"
+
+// The embedded file: one process, so its rate limits stay in that process's memory.
+export const Sqlite: StorageAdapter = {
+  forms: ["sqlite:PATH", "PATH (a plain path, no scheme://)"],
+  accepts: (url) => url.startsWith("sqlite:") || !/^[a-z][a-z0-9+.-]*:\/\//i.test(url),
+  shared: false,
+  layer: (url, open) =>
+    Layer.suspend(() => {
+      const filename = url.replace(/^sqlite:/, "")
+      if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
+      return Layer.mergeAll(
+        storesOver(Layer.merge(SqliteStores.subscriptionStorage, SqliteStores.transferStorage)),
+        SqliteWebhookStore,
+        RateLimiter.layerStoreMemory
+      ).pipe(
+        Layer.provide(EventViewsLive),
+        Layer.provideMerge(Layer.effectDiscard(runMigrations)),
+        Layer.provideMerge(SqliteClient({ filename, open }))
+      )
+    })
+}
