@@ -35,7 +35,10 @@ export default tseslint.config(
     rules: {
       "no-restricted-imports": ["error", {
         patterns: [
-          { regex: "^(?!effect($|/)|\\./)", message: "core/ imports only effect and other core modules" }
+          {
+            regex: "^(?!effect($|/)|\\./|\\.\\./(?!\\.\\./))",
+            message: "core/ imports only effect and other core modules"
+          }
         ]
       }]
     }
@@ -47,7 +50,7 @@ export default tseslint.config(
     rules: {
       "no-restricted-imports": ["error", {
         patterns: [{
-          group: ["**/core/*"],
+          group: ["**/core/**"],
           importNames: [
             "decideStart",
             "keyExpired",

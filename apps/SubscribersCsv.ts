@@ -1,5 +1,5 @@
 import { Chunk, DateTime, Stream } from "effect"
-import type { Subscription } from "../core/Subscription.ts"
+import type { Subscription } from "../core/subscriptions/Subscription.ts"
 
 // A feed's subscribers as CSV (RFC 4180: CRLF line ends, fields quoted when they hold a comma, a quote or a
 // line break), one chunk of text per page the store read. A field that starts like a formula (= + - @, tab,

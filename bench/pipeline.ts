@@ -39,7 +39,7 @@ Object.assign(process.env, {
 const { openBetterSqlite3 } = await import("../adapters/sqlite/BetterSqlite3.ts")
 const { appLayer } = await import("../apps/AppLayer.ts")
 const { RequestPipeline } = await import("../apps/http/Pipeline.ts")
-const { Clients } = await import("../core/Clients.ts")
+const { Clients } = await import("../core/payments/Clients.ts")
 
 const session = new Session()
 session.connect()

@@ -10,7 +10,7 @@ import { spawnSync } from "node:child_process"
 import { existsSync, readdirSync } from "node:fs"
 import { createConnection } from "node:net"
 
-const coreFiles = readdirSync("core").filter((f) => f.endsWith(".ts")).map((f) => `core/${f}`)
+const coreFiles = readdirSync("core", { recursive: true }).filter((f) => f.endsWith(".ts")).map((f) => `core/${f}`)
 
 const pgHost = process.env.PGHOST ?? "127.0.0.1"
 const pgPort = Number(process.env.PGPORT ?? 5432)

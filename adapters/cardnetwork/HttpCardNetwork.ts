@@ -16,7 +16,7 @@ import {
   CardNetworkOutcomeUnknown,
   type CardNetworkShape,
   CardNetworkUnavailable
-} from "../../core/CardNetwork.ts"
+} from "../../core/payments/CardNetwork.ts"
 
 export interface HttpCardNetworkOptions {
   // The processor's base URL, e.g. https://processor.example.com/v1 (no credentials: use apiKey).
@@ -253,7 +253,7 @@ export const make = (
           const reason = attempts > 1 ? `${failure.reason} (${tries()})` : failure.reason
           return maybeSent ? new CardNetworkOutcomeUnknown({ reason }) : new CardNetworkUnavailable({ reason })
         }),
-        // Interruptible even when the caller is not (core/Transfers.ts holds a reservation across the call):
+        // Interruptible even when the caller is not (core/payments/Transfers.ts holds a reservation across the call):
         // otherwise the time-out below could not end a call that hangs.
         Effect.interruptible,
         Effect.timeoutFail({
@@ -264,7 +264,7 @@ export const make = (
             })
         }),
         // On a fiber of its own, joined: a client hanging up interrupts the request's fiber, and, the call being
-        // interruptible, that would reach the call and leave its transfer `pending` (core/CardNetwork.ts).
+        // interruptible, that would reach the call and leave its transfer `pending` (core/payments/CardNetwork.ts).
         Effect.forkDaemon,
         Effect.flatMap(Fiber.join),
         Effect.withSpan(name, {

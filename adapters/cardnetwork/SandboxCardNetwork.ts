@@ -10,7 +10,7 @@ import {
   CardNetwork,
   CardNetworkOutcomeUnknown,
   type CardNetworkShape
-} from "../../core/CardNetwork.ts"
+} from "../../core/payments/CardNetwork.ts"
 
 // What a card decides, before an adapter gives an approval its authorization code.
 export type SandboxOutcome =

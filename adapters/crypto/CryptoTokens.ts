@@ -1,6 +1,6 @@
 import { Effect, Layer } from "effect"
-import { Token, TokenBytes, TokenHash } from "../../core/Token.ts"
-import { Tokens } from "../../core/Tokens.ts"
+import { Tokens } from "../../core/shared/Tokens.ts"
+import { Token, TokenBytes, TokenHash } from "../../core/subscriptions/Token.ts"
 import { randomBytes } from "./RandomBytes.ts"
 import { sha256 } from "./Sha256.ts"
 

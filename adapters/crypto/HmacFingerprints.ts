@@ -1,6 +1,6 @@
 import { Layer, Redacted } from "effect"
 import { createHmac } from "node:crypto"
-import { CardFingerprints } from "../../core/CardFingerprints.ts"
+import { CardFingerprints } from "../../core/payments/CardFingerprints.ts"
 
 export const layer = (key: Redacted.Redacted<string>) =>
   Layer.succeed(

@@ -1,7 +1,7 @@
 // Development mailer: prints each mail to stdout instead of sending it, so the confirm link can be
 // copied from the terminal. Never fails.
 import { Console, Effect, Layer } from "effect"
-import { type Mail, Mailer } from "../../core/Mailer.ts"
+import { type Mail, Mailer } from "../../core/subscriptions/Mailer.ts"
 
 const rule = "=".repeat(72)
 

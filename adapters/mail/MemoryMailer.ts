@@ -1,8 +1,8 @@
 // In-memory Mailer for tests: records what was sent and can be told to fail the next sends, so the
 // outbox worker's retry and give-up paths run without an SMTP server.
 import { Context, Effect, Layer, Option, Stream, SubscriptionRef } from "effect"
-import { MailDeliveryFailed } from "../../core/Errors.ts"
-import { type Mail, Mailer } from "../../core/Mailer.ts"
+import { MailDeliveryFailed } from "../../core/subscriptions/Errors.ts"
+import { type Mail, Mailer } from "../../core/subscriptions/Mailer.ts"
 
 interface PlannedFailure {
   readonly reason: string

@@ -4,7 +4,7 @@
 // builds the same structure with nodemailer's own encoders for the parts that need encoding.
 import { encodeWords } from "nodemailer/lib/mime-funcs"
 import { encode as quotedPrintable, wrap } from "nodemailer/lib/qp"
-import type { Mail } from "../../core/Mailer.ts"
+import type { Mail } from "../../core/subscriptions/Mailer.ts"
 
 export interface Sender {
   readonly name: string

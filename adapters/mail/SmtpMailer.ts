@@ -3,9 +3,9 @@
 // turns out dead fails its mail as a temporary failure, which the outbox retries.
 import { Config, type ConfigError, Duration, Effect, Layer, Redacted } from "effect"
 import nodemailer from "nodemailer"
-import { MailDeliveryFailed } from "../../core/Errors.ts"
-import { type Mail, Mailer, type MailerShape } from "../../core/Mailer.ts"
-import { DefaultMailConcurrency } from "../../core/OutboxWorker.ts"
+import { MailDeliveryFailed } from "../../core/subscriptions/Errors.ts"
+import { type Mail, Mailer, type MailerShape } from "../../core/subscriptions/Mailer.ts"
+import { DefaultMailConcurrency } from "../../core/subscriptions/OutboxWorker.ts"
 import { compose, parseSender } from "./MimeMessage.ts"
 
 export interface SmtpMailerOptions {
@@ -214,7 +214,7 @@ export const make = (options: SmtpMailerOptions) =>
 
 const layer = (options: SmtpMailerOptions): Layer.Layer<Mailer> => Layer.scoped(Mailer, make(options))
 
-// Mails in flight at once, and so connections to the server (core/OutboxWorker.ts).
+// Mails in flight at once, and so connections to the server (core/subscriptions/OutboxWorker.ts).
 export const mailConcurrencyConfig = Config.integer("MAIL_CONCURRENCY").pipe(
   Config.validate({ message: "MAIL_CONCURRENCY must be at least 1", validation: (n) => n >= 1 }),
   Config.withDefault(DefaultMailConcurrency)

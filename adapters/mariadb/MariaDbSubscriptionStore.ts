@@ -1,18 +1,18 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { DateTime, Effect, Layer, Option } from "effect"
-import { normalizeEmail } from "../../core/Email.ts"
-import { InvalidToken } from "../../core/Errors.ts"
-import { EventViews } from "../../core/EventViews.ts"
+import { normalizeEmail } from "../../core/shared/Email.ts"
+import { InvalidToken } from "../../core/subscriptions/Errors.ts"
 import {
   decideSubscribe,
   MailThrottle,
   SubscriptionId,
   type SubscriptionStatus,
   transition
-} from "../../core/Subscription.ts"
-import { SubscriptionStore, type SubscriptionStoreShape } from "../../core/SubscriptionStore.ts"
-import { isUsable } from "../../core/Token.ts"
-import { AdminOwner } from "../../core/Webhooks.ts"
+} from "../../core/subscriptions/Subscription.ts"
+import { SubscriptionStore, type SubscriptionStoreShape } from "../../core/subscriptions/SubscriptionStore.ts"
+import { isUsable } from "../../core/subscriptions/Token.ts"
+import { EventViews } from "../../core/webhooks/EventViews.ts"
+import { AdminOwner } from "../../core/webhooks/Webhooks.ts"
 import { newEvent } from "../sql/EventRows.ts"
 import { FeedColumns, feedOf, SubscriptionColumns, subscriptionOf } from "../sql/SubscriptionRows.ts"
 import { transactionOn, writeEvent } from "./MariaDbClient.ts"

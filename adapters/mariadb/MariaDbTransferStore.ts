@@ -1,11 +1,11 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { DateTime, Effect, Layer, Option } from "effect"
-import type { CurrencyCode } from "../../core/Currency.ts"
-import { EventViews } from "../../core/EventViews.ts"
-import { decideStart, IdempotencyStart, KeptAnswer, type KeyClaim } from "../../core/Idempotency.ts"
-import { type ClientId, DuplicateReference, type Transfer, type TransferId } from "../../core/Transfer.ts"
-import { TransferStore, type TransferStoreShape } from "../../core/TransferStore.ts"
-import { transferEventType } from "../../core/Webhooks.ts"
+import type { CurrencyCode } from "../../core/payments/Currency.ts"
+import { decideStart, IdempotencyStart, KeptAnswer, type KeyClaim } from "../../core/payments/Idempotency.ts"
+import { type ClientId, DuplicateReference, type Transfer, type TransferId } from "../../core/payments/Transfer.ts"
+import { TransferStore, type TransferStoreShape } from "../../core/payments/TransferStore.ts"
+import { EventViews } from "../../core/webhooks/EventViews.ts"
+import { transferEventType } from "../../core/webhooks/Webhooks.ts"
 import { newEvent } from "../sql/EventRows.ts"
 import {
   answerColumns,

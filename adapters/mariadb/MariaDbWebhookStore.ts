@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { DateTime, Effect, Layer, Option } from "effect"
-import { WebhookStore } from "../../core/Webhooks.ts"
+import { WebhookStore } from "../../core/webhooks/Webhooks.ts"
 import { deliveryOf, make as makeSqlWebhookStore, targetOf } from "../sql/SqlWebhookStore.ts"
 import { transactionOn } from "./MariaDbClient.ts"
 

@@ -1,12 +1,12 @@
 import { Context, DateTime, Effect, Exit, Layer } from "effect"
-import type { NewEvent } from "../../core/Events.ts"
-import { DefaultFeed, Feed } from "../../core/Feed.ts"
-import type { KeyRecord } from "../../core/Idempotency.ts"
-import type { Subscription } from "../../core/Subscription.ts"
-import type { TokenPurpose } from "../../core/Token.ts"
-import type { Transfer } from "../../core/Transfer.ts"
-import type { ApiClient } from "../../core/TransferStore.ts"
-import type { WebhookEndpoint } from "../../core/Webhooks.ts"
+import type { KeyRecord } from "../../core/payments/Idempotency.ts"
+import type { Transfer } from "../../core/payments/Transfer.ts"
+import type { ApiClient } from "../../core/payments/TransferStore.ts"
+import { DefaultFeed, Feed } from "../../core/subscriptions/Feed.ts"
+import type { Subscription } from "../../core/subscriptions/Subscription.ts"
+import type { TokenPurpose } from "../../core/subscriptions/Token.ts"
+import type { NewEvent } from "../../core/webhooks/Events.ts"
+import type { WebhookEndpoint } from "../../core/webhooks/Webhooks.ts"
 
 // The tables of the in-memory storage adapters: one process's memory, for tests and trials. Rows are
 // immutable values (a change sets a new row), so that a snapshot of the maps is a snapshot of the data and a

@@ -1,5 +1,5 @@
-import type { EventTx } from "../../core/Events.ts"
-import type { EndpointId } from "../../core/Webhooks.ts"
+import type { EventTx } from "../../core/webhooks/Events.ts"
+import type { EndpointId } from "../../core/webhooks/Webhooks.ts"
 import type { Statements } from "./MemoryDatabase.ts"
 
 // Events and their deliveries, written in the transaction of the change they tell of.

@@ -1,7 +1,11 @@
 import { DateTime, Effect, Layer, Option } from "effect"
-import { Feed } from "../../core/Feed.ts"
-import { Subscription, SubscriptionId } from "../../core/Subscription.ts"
-import { type StoredToken, SubscriptionStorage, type SubscriptionTx } from "../../core/SubscriptionStorage.ts"
+import { Feed } from "../../core/subscriptions/Feed.ts"
+import { Subscription, SubscriptionId } from "../../core/subscriptions/Subscription.ts"
+import {
+  type StoredToken,
+  SubscriptionStorage,
+  type SubscriptionTx
+} from "../../core/subscriptions/SubscriptionStorage.ts"
 import { atomically, MemoryDatabase, millis, type Statements, type Tables, unitOfWork } from "./MemoryDatabase.ts"
 import { memoryEventStatements } from "./MemoryEvents.ts"
 

@@ -1,8 +1,8 @@
 import { Effect, Layer, Option } from "effect"
-import type { CurrencyCode } from "../../core/Currency.ts"
-import { KeptAnswer } from "../../core/Idempotency.ts"
-import { type ClientId, Transfer } from "../../core/Transfer.ts"
-import { TransferStorage, type TransferTx } from "../../core/TransferStorage.ts"
+import type { CurrencyCode } from "../../core/payments/Currency.ts"
+import { KeptAnswer } from "../../core/payments/Idempotency.ts"
+import { type ClientId, Transfer } from "../../core/payments/Transfer.ts"
+import { TransferStorage, type TransferTx } from "../../core/payments/TransferStorage.ts"
 import {
   atomically,
   MemoryDatabase,

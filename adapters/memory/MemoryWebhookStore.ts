@@ -1,5 +1,5 @@
 import { DateTime, Effect, Layer, Option } from "effect"
-import { type EventId, type StoredEvent, WebhookStore } from "../../core/Webhooks.ts"
+import { type EventId, type StoredEvent, WebhookStore } from "../../core/webhooks/Webhooks.ts"
 import { atomically, MemoryDatabase, millis, newestFirst } from "./MemoryDatabase.ts"
 
 // The webhook store in memory, over MemoryDatabase's tables: the events the other memory stores write, their

@@ -1,8 +1,8 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
-import type { CurrencyCode } from "../../core/Currency.ts"
-import type { ClientId, TransferId } from "../../core/Transfer.ts"
-import { TransferStorage, type TransferTx } from "../../core/TransferStorage.ts"
+import type { CurrencyCode } from "../../core/payments/Currency.ts"
+import type { ClientId, TransferId } from "../../core/payments/Transfer.ts"
+import { TransferStorage, type TransferTx } from "../../core/payments/TransferStorage.ts"
 import { liveEndpointOf, pgEventValues, pgInsertEvent, pgLiveEndpoints } from "../sql/EventRows.ts"
 import {
   answerColumns,

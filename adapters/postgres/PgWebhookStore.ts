@@ -1,5 +1,5 @@
 import { DateTime, Effect, Layer, Option } from "effect"
-import { WebhookStore } from "../../core/Webhooks.ts"
+import { WebhookStore } from "../../core/webhooks/Webhooks.ts"
 import { deliveryOf, make as makeSqlWebhookStore, targetOf } from "../sql/SqlWebhookStore.ts"
 import { PgDirect, statement } from "./PgClient.ts"
 

@@ -1,6 +1,6 @@
 import { DateTime } from "effect"
-import type { LiveEndpoint, NewEvent } from "../../core/Events.ts"
-import type { EndpointId } from "../../core/Webhooks.ts"
+import type { LiveEndpoint, NewEvent } from "../../core/webhooks/Events.ts"
+import type { EndpointId } from "../../core/webhooks/Webhooks.ts"
 import type { DirectSql } from "../sqlite/SqliteClient.ts"
 
 // Events as the stores write them, in the transaction of the change they tell of, with one delivery due at

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { DateTime, Effect, Layer } from "effect"
-import { ClientDirectory } from "../../core/ClientDirectory.ts"
-import type { ClientId } from "../../core/Transfer.ts"
+import { ClientDirectory } from "../../core/payments/ClientDirectory.ts"
+import type { ClientId } from "../../core/payments/Transfer.ts"
 import { millisOf } from "./Dialect.ts"
 
 // The operator's view of api_clients, on either database through @effect/sql (the CLI's path, not a hot one).

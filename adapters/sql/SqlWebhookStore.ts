@@ -6,7 +6,7 @@ import {
   type StoredEvent,
   type WebhookEndpoint,
   type WebhookStoreShape
-} from "../../core/Webhooks.ts"
+} from "../../core/webhooks/Webhooks.ts"
 import { Dialect, millisOf } from "./Dialect.ts"
 
 // Endpoints, events and deliveries, on @effect/sql for both databases: nothing here is on a request's hot

@@ -1,7 +1,7 @@
 import { DateTime } from "effect"
-import { Feed } from "../../core/Feed.ts"
-import { Subscription, SubscriptionId } from "../../core/Subscription.ts"
-import type { StoredToken } from "../../core/SubscriptionStorage.ts"
+import { Feed } from "../../core/subscriptions/Feed.ts"
+import { Subscription, SubscriptionId } from "../../core/subscriptions/Subscription.ts"
+import type { StoredToken } from "../../core/subscriptions/SubscriptionStorage.ts"
 import { millisOf } from "./Dialect.ts"
 
 // Row mapping of the subscription stores (SQLite and PostgreSQL): the columns they read and the domain values

@@ -1,9 +1,9 @@
 import { DateTime } from "effect"
-import type { CardBrand } from "../../core/Card.ts"
-import type { CardErrorCode } from "../../core/CardNetwork.ts"
-import type { CurrencyCode } from "../../core/Currency.ts"
-import { KeptAnswer, type KeyRecord, type RequestHash } from "../../core/Idempotency.ts"
-import { type ClientId, type Reference, Transfer, type TransferId } from "../../core/Transfer.ts"
+import type { CardBrand } from "../../core/payments/Card.ts"
+import type { CardErrorCode } from "../../core/payments/CardNetwork.ts"
+import type { CurrencyCode } from "../../core/payments/Currency.ts"
+import { KeptAnswer, type KeyRecord, type RequestHash } from "../../core/payments/Idempotency.ts"
+import { type ClientId, type Reference, Transfer, type TransferId } from "../../core/payments/Transfer.ts"
 import { millisOf } from "./Dialect.ts"
 
 // Rows of the transfer tables and their mapping to the domain, shared by the PostgreSQL and SQLite stores.

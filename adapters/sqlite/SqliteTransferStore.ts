@@ -1,7 +1,7 @@
 import { DateTime, Effect, Layer, Option } from "effect"
-import type { CurrencyCode } from "../../core/Currency.ts"
-import type { ClientId, TransferId } from "../../core/Transfer.ts"
-import { TransferStorage, type TransferTx } from "../../core/TransferStorage.ts"
+import type { CurrencyCode } from "../../core/payments/Currency.ts"
+import type { ClientId, TransferId } from "../../core/payments/Transfer.ts"
+import { TransferStorage, type TransferTx } from "../../core/payments/TransferStorage.ts"
 import { sqliteEventStatements } from "../sql/EventRows.ts"
 import {
   answerColumns,

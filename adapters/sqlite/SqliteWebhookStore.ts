@@ -1,6 +1,6 @@
 import { DateTime, Effect, Layer, Option } from "effect"
-import type { EndpointId } from "../../core/Webhooks.ts"
-import { WebhookStore } from "../../core/Webhooks.ts"
+import type { EndpointId } from "../../core/webhooks/Webhooks.ts"
+import { WebhookStore } from "../../core/webhooks/Webhooks.ts"
 import { deliveryOf, make as makeSqlWebhookStore, targetOf } from "../sql/SqlWebhookStore.ts"
 import { type DirectSql, SqliteDirect } from "./SqliteClient.ts"
 

@@ -1,9 +1,9 @@
 import { Context, Effect, Layer } from "effect"
 import { existsSync } from "node:fs"
 import { Worker } from "node:worker_threads"
-import { MailDeliveryFailed } from "../../core/Errors.ts"
-import { type Mail, Mailer } from "../../core/Mailer.ts"
-import { DeliveryFailed, type SignedRequest, WebhookSender } from "../../core/Webhooks.ts"
+import { MailDeliveryFailed } from "../../core/subscriptions/Errors.ts"
+import { type Mail, Mailer } from "../../core/subscriptions/Mailer.ts"
+import { DeliveryFailed, type SignedRequest, WebhookSender } from "../../core/webhooks/Webhooks.ts"
 import { make as makeHttpWebhookSender, type WebhookSenderOptions } from "../webhook/HttpWebhookSender.ts"
 
 // The outbox's sends on a thread of their own. The service's main thread answers requests and runs every

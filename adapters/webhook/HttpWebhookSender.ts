@@ -5,7 +5,13 @@ import { lookup } from "node:dns/promises"
 import { Agent as HttpAgent, request as httpRequest } from "node:http"
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
 import { isIP, type LookupFunction } from "node:net"
-import { DeliveryFailed, SecretPrefix, type SignedRequest, UrlRefused, WebhookSender } from "../../core/Webhooks.ts"
+import {
+  DeliveryFailed,
+  SecretPrefix,
+  type SignedRequest,
+  UrlRefused,
+  WebhookSender
+} from "../../core/webhooks/Webhooks.ts"
 import { hostOf, isLocalName, isPublicAddress } from "./PublicAddress.ts"
 
 // Webhooks over node:http(s), signed as Standard Webhooks says (webhook-id, webhook-timestamp, webhook-signature

@@ -1,6 +1,6 @@
 import { Effect, Schema, Stream } from "effect"
-import { FeedName } from "../../core/Feed.ts"
-import { SubscriberDirectory } from "../../core/SubscriberDirectory.ts"
+import { FeedName } from "../../core/subscriptions/Feed.ts"
+import { SubscriberDirectory } from "../../core/subscriptions/SubscriberDirectory.ts"
 import { subscribersCsv } from "../SubscribersCsv.ts"
 
 // `npm run cli -- subscribers export --feed NAME`: the feed's active subscribers as CSV on stdout, the same CSV

@@ -1,6 +1,6 @@
 import { Config } from "effect"
 import { mailConcurrencyConfig } from "../../adapters/mail/SmtpMailer.ts"
-import { DefaultPendingTtlDays } from "../../core/PendingPurge.ts"
+import { DefaultPendingTtlDays } from "../../core/subscriptions/PendingPurge.ts"
 import { databaseUrlConfig } from "./Storage.ts"
 
 // Every setting the service reads, checked at start: a value that cannot be read stops it with a message

@@ -1,7 +1,7 @@
 import { Console, Effect, Layer, Option, Redacted } from "effect"
 import { layer as HmacFingerprints } from "../../adapters/crypto/HmacFingerprints.ts"
 import { storedSecret } from "../../adapters/sql/StoredSecret.ts"
-import { Clients } from "../../core/Clients.ts"
+import { Clients } from "../../core/payments/Clients.ts"
 
 // Keys the service makes for itself when none is configured.
 

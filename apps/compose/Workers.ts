@@ -1,9 +1,9 @@
 import { Effect, Layer } from "effect"
-import { KeyPruner } from "../../core/KeyPruner.ts"
-import { OutboxWorker } from "../../core/OutboxWorker.ts"
-import { PendingPurge } from "../../core/PendingPurge.ts"
-import { Reconciler } from "../../core/Reconciler.ts"
-import { WebhookWorker } from "../../core/WebhookWorker.ts"
+import { KeyPruner } from "../../core/payments/KeyPruner.ts"
+import { Reconciler } from "../../core/payments/Reconciler.ts"
+import { OutboxWorker } from "../../core/subscriptions/OutboxWorker.ts"
+import { PendingPurge } from "../../core/subscriptions/PendingPurge.ts"
+import { WebhookWorker } from "../../core/webhooks/WebhookWorker.ts"
 
 // The background loops, forked for as long as the app runs, on every instance: the outbox's mail; unconfirmed
 // signups older than PENDING_TTL_DAYS purged, with their tokens and mails; transfers whose outcome is unknown

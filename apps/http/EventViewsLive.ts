@@ -1,5 +1,5 @@
 import { Layer } from "effect"
-import { EventViews } from "../../core/EventViews.ts"
+import { EventViews } from "../../core/webhooks/EventViews.ts"
 import { subscriptionView } from "./SubscriptionsApi.ts"
 import { transferView } from "./TransfersApi.ts"
 

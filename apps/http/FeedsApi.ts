@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { FeedName } from "../../core/Feed.ts"
+import { FeedName } from "../../core/subscriptions/Feed.ts"
 import { AdminAuth } from "./AdminAuth.ts"
 import { BadRequest, NotFound, Unauthorized, UnsupportedMediaType } from "./ApiError.ts"
 import { ConditionalHeaders } from "./Caching.ts"

@@ -1,5 +1,5 @@
 import { Effect, type Fiber, FiberRef, Layer, LogLevel, Metric, MetricBoundaries, MetricLabel } from "effect"
-import { Mailer } from "../../core/Mailer.ts"
+import { Mailer } from "../../core/subscriptions/Mailer.ts"
 import { writeAccessLine } from "./AccessLog.ts"
 
 // What every request leaves behind: one access line (apps/http/AccessLog.ts) and two metrics, written when its

@@ -1,6 +1,6 @@
 import { type HttpApi, type HttpApiEndpoint, type HttpApiGroup, HttpServerResponse } from "@effect/platform"
 import { Cause, Context, Effect, Exit, type Fiber, FiberRefs, Layer, Option, Runtime } from "effect"
-import { SiteSettings } from "../../core/SiteSettings.ts"
+import { SiteSettings } from "../../core/shared/SiteSettings.ts"
 import { apiError } from "./ApiError.ts"
 import { groupTag } from "./ApiHandlers.ts"
 import type { RequestHeaders } from "./Caching.ts"

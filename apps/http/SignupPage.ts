@@ -1,7 +1,7 @@
 import type { HttpServerResponse } from "@effect/platform"
-import { holdsCardData } from "../../core/Card.ts"
-import { escapeHtml as escape } from "../../core/ConfirmationMail.ts"
-import { HoneypotField } from "../../core/Subscriptions.ts"
+import { holdsCardData } from "../../core/payments/Card.ts"
+import { escapeHtml as escape } from "../../core/subscriptions/ConfirmationMail.ts"
+import { HoneypotField } from "../../core/subscriptions/Subscriptions.ts"
 import type { ApiError } from "./ApiError.ts"
 import { page } from "./Pages.ts"
 

@@ -1,9 +1,14 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { DateTime, Schema } from "effect"
-import { Email } from "../../core/Email.ts"
-import { FeedName } from "../../core/Feed.ts"
-import { SubscriberName, type Subscription, SubscriptionId, SubscriptionStatus } from "../../core/Subscription.ts"
-import { SubscribeRequest, SubscriptionReceipt } from "../../core/Subscriptions.ts"
+import { Email } from "../../core/shared/Email.ts"
+import { FeedName } from "../../core/subscriptions/Feed.ts"
+import {
+  SubscriberName,
+  type Subscription,
+  SubscriptionId,
+  SubscriptionStatus
+} from "../../core/subscriptions/Subscription.ts"
+import { SubscribeRequest, SubscriptionReceipt } from "../../core/subscriptions/Subscriptions.ts"
 import { AdminAuth } from "./AdminAuth.ts"
 import { BadRequest, NotFound, Unauthorized, UnsupportedMediaType } from "./ApiError.ts"
 import { HtmlForm } from "./Endpoint.ts"

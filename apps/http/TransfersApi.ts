@@ -1,8 +1,8 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { DateTime, Schema } from "effect"
-import { IdempotencyKey } from "../../core/Idempotency.ts"
-import { formatAmount } from "../../core/Money.ts"
-import { PaymentTransferRequest, Reference, type Transfer, TransferId } from "../../core/Transfer.ts"
+import { IdempotencyKey } from "../../core/payments/Idempotency.ts"
+import { formatAmount } from "../../core/payments/Money.ts"
+import { PaymentTransferRequest, Reference, type Transfer, TransferId } from "../../core/payments/Transfer.ts"
 import {
   BadRequest,
   Conflict,

@@ -7,7 +7,7 @@ import {
   OpenApi
 } from "@effect/platform"
 import { Context, Schema } from "effect"
-import { EventType, type Owner } from "../../core/Webhooks.ts"
+import { EventType, type Owner } from "../../core/webhooks/Webhooks.ts"
 import { BadRequest, NotFound, Unauthorized, UnsupportedMediaType } from "./ApiError.ts"
 import { documented } from "./OpenApiDocument.ts"
 import { Limit } from "./Paging.ts"

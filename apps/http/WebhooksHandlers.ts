@@ -1,8 +1,14 @@
 import { HttpServerResponse } from "@effect/platform"
 import { DateTime, Effect, Layer, Option, type Redacted, Schema } from "effect"
-import { Clients } from "../../core/Clients.ts"
-import { WebhookEndpoints } from "../../core/WebhookEndpoints.ts"
-import { AdminOwner, EndpointId, EventId, type StoredEvent, type WebhookEndpoint } from "../../core/Webhooks.ts"
+import { Clients } from "../../core/payments/Clients.ts"
+import { WebhookEndpoints } from "../../core/webhooks/WebhookEndpoints.ts"
+import {
+  AdminOwner,
+  EndpointId,
+  EventId,
+  type StoredEvent,
+  type WebhookEndpoint
+} from "../../core/webhooks/Webhooks.ts"
 import { AdminAuth } from "./AdminAuth.ts"
 import { adminAuthLayer } from "./AdminAuthLive.ts"
 import { Api } from "./Api.ts"

@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { Readable } from "node:stream"
 import { openBetterSqlite3 } from "../../adapters/sqlite/BetterSqlite3.ts"
 import { bundledWorker } from "../../adapters/thread/DeliveryThread.ts"
-import { SiteSettings } from "../../core/SiteSettings.ts"
+import { SiteSettings } from "../../core/shared/SiteSettings.ts"
 import { appLayer, serverOptions } from "../AppLayer.ts"
 import type { RequestHeaders } from "../http/Caching.ts"
 import { BodyTooLarge, type IncomingRequest, type Pipeline, RequestPipeline } from "../http/Pipeline.ts"

@@ -20,7 +20,7 @@ const sha256hex = (s) => createHash("sha256").update(s).digest("hex")
 const escapeHtml = (s) =>
   s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" })[c])
 
-// The service's confirmation mail (core/ConfirmationMail.ts).
+// The service's confirmation mail (core/subscriptions/ConfirmationMail.ts).
 const confirmationMail = (baseUrl, row) => {
   const confirm = `${baseUrl}/subscribe/confirm?token=${row.confirm}`
   const unsubscribe = `${baseUrl}/unsubscribe?token=${row.unsubscribe}`

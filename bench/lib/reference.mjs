@@ -6,7 +6,7 @@
 //
 // Durability is the service's: SQLite in WAL, synchronous=FULL, foreign keys on, one BEGIN IMMEDIATE
 // transaction per write; PostgreSQL with synchronous_commit on, one BEGIN ... COMMIT per write (an approved
-// transfer is two: the pending row reserved, then settled, as core/Transfers.ts does).
+// transfer is two: the pending row reserved, then settled, as core/payments/Transfers.ts does).
 import Database from "better-sqlite3"
 import { createHash, createHmac, randomBytes, randomUUID } from "node:crypto"
 import { readFileSync } from "node:fs"
@@ -15,13 +15,15 @@ import { outboxStatements, startOutbox } from "./outbox.mjs"
 export const MaxBodyBytes = 64 * 1024
 
 // ISO 4217 minor units: read from the core's own table, so the two cannot drift apart.
-const currencySource = readFileSync(new URL("../../core/Currency.ts", import.meta.url), "utf8")
+const currencySource = readFileSync(new URL("../../core/payments/Currency.ts", import.meta.url), "utf8")
 const exponentBlock = /const exponents[^{]*\{([\s\S]*?)\n\}/.exec(currencySource)
 const exponents = new Map([...(exponentBlock?.[1] ?? "").matchAll(/\b([A-Z]{3}): (\d)\b/g)].map((m) => [
   m[1],
   Number(m[2])
 ]))
-if (exponents.size < 150) throw new Error(`could not read the currency table of core/Currency.ts (${exponents.size})`)
+if (exponents.size < 150) {
+  throw new Error(`could not read the currency table of core/payments/Currency.ts (${exponents.size})`)
+}
 
 // apps/http/ErrorCatalog.ts: the type and status of every code the reference can answer with.
 const catalog = {
@@ -48,7 +50,7 @@ const catalog = {
   authentication_required: ["card_error", 402]
 }
 
-// core/CardNetwork.ts
+// core/payments/CardNetwork.ts
 const cardErrorMessages = {
   card_declined: "Your card was declined.",
   expired_card: "Your card has expired. Check the expiration date or use a different card.",
@@ -59,8 +61,8 @@ const cardErrorMessages = {
   authentication_required: "Your card was declined. This transaction requires authentication."
 }
 
-// ---- validation, after core/Email.ts, core/Subscription.ts, core/Feed.ts, core/Transfer.ts, core/Card.ts,
-// core/Money.ts
+// ---- validation, after core/shared/Email.ts, core/subscriptions/Subscription.ts, core/subscriptions/Feed.ts, core/payments/Transfer.ts, core/payments/Card.ts,
+// core/payments/Money.ts
 
 const localPart = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$/
 const label = /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/
@@ -129,7 +131,7 @@ export const validateSubscribe = (body) => {
   return { name, email: address, feed, website: body.website }
 }
 
-// core/Card.ts parseAccountUri: the messages never repeat the input.
+// core/payments/Card.ts parseAccountUri: the messages never repeat the input.
 const parseAccountUri = (input, param) => {
   if (input.length > 128 || !input.startsWith("pan:")) {
     throw invalid(param, "sender_account_uri must look like pan:<card number>;exp=<YYYY-MM>;cvc=<CVC>.")
@@ -239,7 +241,7 @@ export const validateTransfer = (body) => {
     }
     authenticated = true
   }
-  // core/Transfers.ts: the amount's digits are checked once the currency is known.
+  // core/payments/Transfers.ts: the amount's digits are checked once the currency is known.
   const amount = parseAmount(t.amount, t.currency)
   if (typeof amount === "string") throw invalid(`${p}.amount`, amount)
   return { reference: t.reference, amount, currency: t.currency, account, sender, recipient, authenticated }
@@ -516,7 +518,7 @@ const millisOf = (v) => (v instanceof Date ? v.getTime() : Number(v))
 const MailThrottleWindowMs = 24 * 3600 * 1000
 const MailThrottleMax = 3
 
-// apps/http/TransfersHandlers.ts and core/TransferStore.ts: Idempotency-Key.
+// apps/http/TransfersHandlers.ts and core/payments/TransferStore.ts: Idempotency-Key.
 const IdempotencyLeaseMs = 60_000
 const idempotencyKeyPattern = /^[\x21-\x7E]{1,255}$/
 // Same parameters, same hash, whatever the key order or white space of the JSON.
@@ -679,7 +681,7 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl, smtpUrl })
   }
   const subscribe = (body, requestId) => guard(requestId, subscribeRequest(body, requestId))
 
-  // Bearer sk_... -> the client, by the key's SHA-256 (core/Clients.ts authenticate): the client or
+  // Bearer sk_... -> the client, by the key's SHA-256 (core/payments/Clients.ts authenticate): the client or
   // undefined, now or later.
   const authenticate = (authorization) => {
     if (typeof authorization !== "string" || !authorization.startsWith("Bearer ")) return undefined
@@ -735,7 +737,7 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl, smtpUrl })
       param: "payment_transfer.reference"
     })
 
-  // core/Transfers.ts submit, with apps/http/TransfersHandlers.ts around it for an Idempotency-Key: the key's
+  // core/payments/Transfers.ts submit, with apps/http/TransfersHandlers.ts around it for an Idempotency-Key: the key's
   // record is taken first in a transaction of its own; the answer is written with the transfer (with the
   // settle, or with the declined row) in the same transaction; a duplicate reference's 409 is kept after.
   function* transferRequest(client, body, requestId, key) {

@@ -46,7 +46,7 @@ describe("the bundles", () => {
     assert.isTrue("originalSource" in entry, "no mapping at decideStart")
     if (!("originalSource" in entry)) return
     assert.match(entry.originalSource, /core\/Idempotency\.ts$/)
-    const source = readFileSync(resolve(import.meta.dirname, "../../core/Idempotency.ts"), "utf8").split("\n")
+    const source = readFileSync(resolve(import.meta.dirname, "../../core/payments/Idempotency.ts"), "utf8").split("\n")
     assert.include(source[entry.originalLine]!, "decideStart")
   })
 })

@@ -4,9 +4,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, type Layer, Option, Redacted } from "effect"
 import { randomUUID } from "node:crypto"
 import { sandboxCards } from "../../adapters/cardnetwork/SandboxCardNetwork.ts"
-import { luhn } from "../../core/Card.ts"
-import { type Authorization, type AuthorizationRequest, CardNetwork } from "../../core/CardNetwork.ts"
-import { CurrencyCode } from "../../core/Currency.ts"
+import { luhn } from "../../core/payments/Card.ts"
+import { type Authorization, type AuthorizationRequest, CardNetwork } from "../../core/payments/CardNetwork.ts"
+import { CurrencyCode } from "../../core/payments/Currency.ts"
 
 // Distinctive values, so that a search for them in errors and logs finds only real leaks.
 export const SampleCvc = "864"

@@ -12,13 +12,13 @@ import {
   sandboxDecision,
   sandboxTimeoutCards
 } from "../../adapters/cardnetwork/SandboxCardNetwork.ts"
-import { luhn } from "../../core/Card.ts"
+import { luhn } from "../../core/payments/Card.ts"
 import {
   type AuthorizationRequest,
   CardNetwork,
   type CardNetworkOutcomeUnknown,
   type CardNetworkUnavailable
-} from "../../core/CardNetwork.ts"
+} from "../../core/payments/CardNetwork.ts"
 import {
   startProcessor,
   stopProcessor,

@@ -6,8 +6,8 @@ import { Effect, Layer } from "effect"
 import { Writable } from "node:stream"
 import { subscribersExport } from "../../apps/cli/SubscribersExport.ts"
 import { CsvHeader } from "../../apps/SubscribersCsv.ts"
-import { FeedNotFound } from "../../core/Errors.ts"
-import { ExportPageSize, SubscriberDirectory } from "../../core/SubscriberDirectory.ts"
+import { FeedNotFound } from "../../core/subscriptions/Errors.ts"
+import { ExportPageSize, SubscriberDirectory } from "../../core/subscriptions/SubscriberDirectory.ts"
 import { tempSqliteStore } from "../storage/TempSqlite.ts"
 
 const testLayer = () => SubscriberDirectory.Default.pipe(Layer.provideMerge(tempSqliteStore()))

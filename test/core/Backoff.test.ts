@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Duration } from "effect"
 import * as fc from "effect/FastCheck"
-import { retryDelay, RetryPolicy } from "../../core/Backoff.ts"
+import { retryDelay, RetryPolicy } from "../../core/shared/Backoff.ts"
 
 const baseMs = Duration.toMillis(RetryPolicy.base)
 const capMs = Duration.toMillis(RetryPolicy.cap)

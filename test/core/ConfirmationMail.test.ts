@@ -1,11 +1,16 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Arbitrary, DateTime, Duration, Schema } from "effect"
 import * as fc from "effect/FastCheck"
-import { confirmationMail, confirmUrl, unsubscribeUrl } from "../../core/ConfirmationMail.ts"
-import { Email } from "../../core/Email.ts"
-import { FeedName } from "../../core/Feed.ts"
-import { SubscriberName, Subscription, SubscriptionId, SubscriptionStatus } from "../../core/Subscription.ts"
-import { ConfirmTokenTtl, Token } from "../../core/Token.ts"
+import { Email } from "../../core/shared/Email.ts"
+import { confirmationMail, confirmUrl, unsubscribeUrl } from "../../core/subscriptions/ConfirmationMail.ts"
+import { FeedName } from "../../core/subscriptions/Feed.ts"
+import {
+  SubscriberName,
+  Subscription,
+  SubscriptionId,
+  SubscriptionStatus
+} from "../../core/subscriptions/Subscription.ts"
+import { ConfirmTokenTtl, Token } from "../../core/subscriptions/Token.ts"
 import { validEmail } from "./arbitraries.ts"
 
 const isName = Schema.is(SubscriberName)

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Duration } from "effect"
 import * as fc from "effect/FastCheck"
-import { afterFailure, DestinationBackoff, destinationDelay } from "../../core/DestinationBackoff.ts"
+import { afterFailure, DestinationBackoff, destinationDelay } from "../../core/shared/DestinationBackoff.ts"
 
 const random = fc.oneof(
   fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true, noDefaultInfinity: true }),

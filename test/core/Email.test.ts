@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Either, Schema } from "effect"
 import * as fc from "effect/FastCheck"
-import { Email, isEmail, MaxEmailLength, normalizeEmail } from "../../core/Email.ts"
+import { Email, isEmail, MaxEmailLength, normalizeEmail } from "../../core/shared/Email.ts"
 import {
   alnum,
   alpha,

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Either, Schema } from "effect"
 import * as fc from "effect/FastCheck"
-import { DefaultFeed, FeedName } from "../../core/Feed.ts"
+import { DefaultFeed, FeedName } from "../../core/subscriptions/Feed.ts"
 import { stringFrom } from "./arbitraries.ts"
 
 const decode = Schema.decodeUnknownEither(FeedName)

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Duration } from "effect"
-import { StorageBackoffCap, storageDelay } from "../../core/StorageBackoff.ts"
+import { StorageBackoffCap, storageDelay } from "../../core/shared/StorageBackoff.ts"
 
 describe("storageDelay", () => {
   it("waits at least 100 ms, grows with the failures, and never past the cap", () => {

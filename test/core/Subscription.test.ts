@@ -9,7 +9,7 @@ import {
   SubscriberName,
   SubscriptionStatus,
   transition
-} from "../../core/Subscription.ts"
+} from "../../core/subscriptions/Subscription.ts"
 import { controlChar, hasControl, trimmable } from "./arbitraries.ts"
 
 const decodeName = Schema.decodeUnknownEither(SubscriberName)

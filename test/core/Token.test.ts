@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Either, Schema } from "effect"
 import * as fc from "effect/FastCheck"
-import { ConfirmTokenTtl, isUsable, Token, TokenBytes } from "../../core/Token.ts"
+import { ConfirmTokenTtl, isUsable, Token, TokenBytes } from "../../core/subscriptions/Token.ts"
 import { stringFrom } from "./arbitraries.ts"
 
 const decode = Schema.decodeUnknownEither(Token)

@@ -3,7 +3,7 @@ import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { makeDelivery } from "../../adapters/webhook/HttpWebhookSender.ts"
 import { isPublicAddress } from "../../adapters/webhook/PublicAddress.ts"
-import { EventId } from "../../core/Webhooks.ts"
+import { EventId } from "../../core/webhooks/Webhooks.ts"
 import { privateHosts, publicHosts } from "./SsrfTable.ts"
 
 // Delivery-time half of the SSRF table: the sender refuses every private form before it connects, so a listener

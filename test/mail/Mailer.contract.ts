@@ -2,7 +2,7 @@
 // an Inbox that shows what arrived at the other end, turned back into a Mail.
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, type Layer } from "effect"
-import { type Mail, Mailer } from "../../core/Mailer.ts"
+import { type Mail, Mailer } from "../../core/subscriptions/Mailer.ts"
 
 export interface InboxShape {
   // Mails that arrived, oldest first. Header names may come back in any case.

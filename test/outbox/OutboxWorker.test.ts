@@ -6,12 +6,14 @@ import { Context, DateTime, Duration, Effect, Fiber, Layer, Option, Random, Ref,
 import * as fc from "effect/FastCheck"
 import { layer as CryptoTokens } from "../../adapters/crypto/CryptoTokens.ts"
 import { MemoryMailer } from "../../adapters/mail/MemoryMailer.ts"
-import { RetryPolicy } from "../../core/Backoff.ts"
-import { DestinationBackoff } from "../../core/DestinationBackoff.ts"
-import { Email } from "../../core/Email.ts"
-import { InvalidToken } from "../../core/Errors.ts"
-import { DefaultFeed } from "../../core/Feed.ts"
-import { type Mail, Mailer } from "../../core/Mailer.ts"
+import { RetryPolicy } from "../../core/shared/Backoff.ts"
+import { DestinationBackoff } from "../../core/shared/DestinationBackoff.ts"
+import { Email } from "../../core/shared/Email.ts"
+import { SiteSettings } from "../../core/shared/SiteSettings.ts"
+import { Tokens } from "../../core/shared/Tokens.ts"
+import { InvalidToken } from "../../core/subscriptions/Errors.ts"
+import { DefaultFeed } from "../../core/subscriptions/Feed.ts"
+import { type Mail, Mailer } from "../../core/subscriptions/Mailer.ts"
 import {
   DefaultMailConcurrency as Concurrency,
   Lease,
@@ -19,12 +21,10 @@ import {
   MaxBatchGrowth,
   nextBatch,
   OutboxWorker
-} from "../../core/OutboxWorker.ts"
-import { SiteSettings } from "../../core/SiteSettings.ts"
-import { Event, SubscriberName } from "../../core/Subscription.ts"
-import { SubscriptionStore } from "../../core/SubscriptionStore.ts"
-import { Token, TokenHash } from "../../core/Token.ts"
-import { Tokens } from "../../core/Tokens.ts"
+} from "../../core/subscriptions/OutboxWorker.ts"
+import { Event, SubscriberName } from "../../core/subscriptions/Subscription.ts"
+import { SubscriptionStore } from "../../core/subscriptions/SubscriptionStore.ts"
+import { Token, TokenHash } from "../../core/subscriptions/Token.ts"
 import { tempSqliteStore } from "../storage/TempSqlite.ts"
 
 const BaseUrl = "https://news.example.com/letters"

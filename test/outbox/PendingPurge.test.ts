@@ -3,12 +3,12 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Duration, Effect, Fiber, Layer, TestClock } from "effect"
-import { Email } from "../../core/Email.ts"
-import { DefaultFeed } from "../../core/Feed.ts"
-import { PendingPurge, PendingPurgeSettings, PurgeBatchSize } from "../../core/PendingPurge.ts"
-import { Event, SubscriberName } from "../../core/Subscription.ts"
-import { SubscriptionStore } from "../../core/SubscriptionStore.ts"
-import { TokenHash } from "../../core/Token.ts"
+import { Email } from "../../core/shared/Email.ts"
+import { DefaultFeed } from "../../core/subscriptions/Feed.ts"
+import { PendingPurge, PendingPurgeSettings, PurgeBatchSize } from "../../core/subscriptions/PendingPurge.ts"
+import { Event, SubscriberName } from "../../core/subscriptions/Subscription.ts"
+import { SubscriptionStore } from "../../core/subscriptions/SubscriptionStore.ts"
+import { TokenHash } from "../../core/subscriptions/Token.ts"
 import { tempSqliteStore } from "../storage/TempSqlite.ts"
 
 const T0 = Date.UTC(2025, 0, 15, 12, 0, 0)

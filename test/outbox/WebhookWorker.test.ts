@@ -6,7 +6,7 @@ import { DateTime, Duration, Effect, Fiber, Layer, Option, Random, Ref, TestCloc
 import { join } from "node:path"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
 import { layer as SqliteWebhookStore } from "../../adapters/sqlite/SqliteWebhookStore.ts"
-import { DestinationBackoff } from "../../core/DestinationBackoff.ts"
+import { DestinationBackoff } from "../../core/shared/DestinationBackoff.ts"
 import {
   DeliveryFailed,
   EndpointId,
@@ -14,8 +14,8 @@ import {
   type SignedRequest,
   WebhookSender,
   WebhookStore
-} from "../../core/Webhooks.ts"
-import { WebhookWorker } from "../../core/WebhookWorker.ts"
+} from "../../core/webhooks/Webhooks.ts"
+import { WebhookWorker } from "../../core/webhooks/WebhookWorker.ts"
 import { sqliteClient, tempDir } from "../storage/TempSqlite.ts"
 
 const T0 = Date.UTC(2025, 0, 15, 12, 0, 0)

@@ -14,7 +14,7 @@ import { createConnection } from "node:net"
 import { resolve } from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import { migrations as migrationList } from "../../adapters/sql/Migrations.ts"
-import { MailThrottle } from "../../core/Subscription.ts"
+import { MailThrottle } from "../../core/subscriptions/Subscription.ts"
 import { AppProcess, freePort, nodeAppCommand, postForm, testDatabase } from "../support/AppProcess.ts"
 import {
   accountUri,

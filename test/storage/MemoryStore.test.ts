@@ -6,7 +6,7 @@ import * as MemorySubscriptionStore from "../../adapters/memory/MemorySubscripti
 import * as MemoryTransferStore from "../../adapters/memory/MemoryTransferStore.ts"
 import * as MemoryWebhookStore from "../../adapters/memory/MemoryWebhookStore.ts"
 import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
-import { storesOver } from "../../core/Stores.ts"
+import { storesOver } from "../../core/shared/Stores.ts"
 import { memoryRawRows } from "./RawRows.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
 import { transferStoreContract } from "./TransferStore.contract.ts"

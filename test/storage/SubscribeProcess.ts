@@ -2,10 +2,10 @@
 // argument, says "ready", waits for a line on stdin, then subscribes reader0@example.com .. reader<n-1> one
 // after another and prints how many of its requests queued a mail. Any storage fault fails the process.
 import { DateTime, Effect } from "effect"
-import { Email } from "../../core/Email.ts"
-import { DefaultFeed } from "../../core/Feed.ts"
-import { SubscriberName } from "../../core/Subscription.ts"
-import { SubscriptionStore } from "../../core/SubscriptionStore.ts"
+import { Email } from "../../core/shared/Email.ts"
+import { DefaultFeed } from "../../core/subscriptions/Feed.ts"
+import { SubscriberName } from "../../core/subscriptions/Subscription.ts"
+import { SubscriptionStore } from "../../core/subscriptions/SubscriptionStore.ts"
 import { sqliteStoreOn } from "./TempSqlite.ts"
 
 const [filename, addresses, label] = process.argv.slice(2)

@@ -3,12 +3,12 @@
 // new, migrated database (with the "default" feed) each time. Every check runs on the in-memory adapter too.
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Duration, Effect, type Layer, Option } from "effect"
-import { Email } from "../../core/Email.ts"
-import { InvalidToken } from "../../core/Errors.ts"
-import { DefaultFeed, FeedName } from "../../core/Feed.ts"
-import { Event, MailThrottle, SubscriberName, type Subscription } from "../../core/Subscription.ts"
-import { type IssuedTokens, type OutboxEntry, SubscriptionStore } from "../../core/SubscriptionStore.ts"
-import { ConfirmTokenTtl, TokenHash } from "../../core/Token.ts"
+import { Email } from "../../core/shared/Email.ts"
+import { InvalidToken } from "../../core/subscriptions/Errors.ts"
+import { DefaultFeed, FeedName } from "../../core/subscriptions/Feed.ts"
+import { Event, MailThrottle, SubscriberName, type Subscription } from "../../core/subscriptions/Subscription.ts"
+import { type IssuedTokens, type OutboxEntry, SubscriptionStore } from "../../core/subscriptions/SubscriptionStore.ts"
+import { ConfirmTokenTtl, TokenHash } from "../../core/subscriptions/Token.ts"
 import { count, type RawRows } from "./RawRows.ts"
 
 const T0 = Date.UTC(2025, 0, 15, 12, 0, 0)

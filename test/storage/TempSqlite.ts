@@ -11,9 +11,9 @@ import { layer as SqliteClient } from "../../adapters/sqlite/SqliteClient.ts"
 import { subscriptionStorage, transferStorage } from "../../adapters/sqlite/SqliteStores.ts"
 import { layer as SqliteWebhookStore } from "../../adapters/sqlite/SqliteWebhookStore.ts"
 import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
-import { layer as subscriptionStoreOver, type SubscriptionStore } from "../../core/SubscriptionStore.ts"
-import { layer as transferStoreOver, type TransferStore } from "../../core/TransferStore.ts"
-import type { WebhookStore } from "../../core/Webhooks.ts"
+import { layer as transferStoreOver, type TransferStore } from "../../core/payments/TransferStore.ts"
+import { layer as subscriptionStoreOver, type SubscriptionStore } from "../../core/subscriptions/SubscriptionStore.ts"
+import type { WebhookStore } from "../../core/webhooks/Webhooks.ts"
 
 // A temporary directory that lives as long as the scope.
 export const tempDir = Effect.acquireRelease(

@@ -4,10 +4,10 @@
 // hash in every process), then one with reference "plain-<i>" and no key. Prints one line "result <json>" with
 // what each round answered. Any storage fault fails the process.
 import { DateTime, Effect, Either } from "effect"
-import { CurrencyCode } from "../../core/Currency.ts"
-import { IdempotencyKey, RequestHash } from "../../core/Idempotency.ts"
-import { type ClientId, Reference, Transfer, TransferId } from "../../core/Transfer.ts"
-import { TransferStore } from "../../core/TransferStore.ts"
+import { CurrencyCode } from "../../core/payments/Currency.ts"
+import { IdempotencyKey, RequestHash } from "../../core/payments/Idempotency.ts"
+import { type ClientId, Reference, Transfer, TransferId } from "../../core/payments/Transfer.ts"
+import { TransferStore } from "../../core/payments/TransferStore.ts"
 import { sqliteTransferStoreOn } from "./TempSqlite.ts"
 
 const [filename, client, rounds, label] = process.argv.slice(2)

@@ -4,7 +4,7 @@
 // in-memory one included: its RawRows reads its tables (column names are then field paths).
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Duration, Effect, Either, FastCheck as fc, type Layer, Option } from "effect"
-import { CurrencyCode } from "../../core/Currency.ts"
+import { CurrencyCode } from "../../core/payments/Currency.ts"
 import {
   IdempotencyKey,
   IdempotencyLease,
@@ -12,10 +12,10 @@ import {
   KeptAnswer,
   type KeyClaim,
   RequestHash
-} from "../../core/Idempotency.ts"
-import { ClientId, DuplicateReference, Reference, Transfer, TransferId } from "../../core/Transfer.ts"
-import { randomId } from "../../core/Transfers.ts"
-import { TransferStore } from "../../core/TransferStore.ts"
+} from "../../core/payments/Idempotency.ts"
+import { ClientId, DuplicateReference, Reference, Transfer, TransferId } from "../../core/payments/Transfer.ts"
+import { randomId } from "../../core/payments/Transfers.ts"
+import { TransferStore } from "../../core/payments/TransferStore.ts"
 import { count, RawRows } from "./RawRows.ts"
 
 const T0 = Date.UTC(2025, 0, 15, 12, 0, 0)

@@ -3,10 +3,10 @@
 // owner's live endpoints that asked for its type, deliveries claimed once, and the endpoint's backoff.
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Duration, Effect, type Layer, Option } from "effect"
-import { CurrencyCode } from "../../core/Currency.ts"
-import { ClientId, Reference, Transfer, TransferId } from "../../core/Transfer.ts"
-import { TransferStore } from "../../core/TransferStore.ts"
-import { EndpointId, WebhookStore } from "../../core/Webhooks.ts"
+import { CurrencyCode } from "../../core/payments/Currency.ts"
+import { ClientId, Reference, Transfer, TransferId } from "../../core/payments/Transfer.ts"
+import { TransferStore } from "../../core/payments/TransferStore.ts"
+import { EndpointId, WebhookStore } from "../../core/webhooks/Webhooks.ts"
 
 const T0 = Date.UTC(2025, 0, 15, 12, 0, 0)
 const at = (ms: number) => DateTime.unsafeMake(T0 + ms)

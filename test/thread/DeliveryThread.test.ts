@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Exit, Fiber, Layer } from "effect"
 import { DeliveryThread, layer } from "../../adapters/thread/DeliveryThread.ts"
-import type { EventId } from "../../core/Webhooks.ts"
+import type { EventId } from "../../core/webhooks/Webhooks.ts"
 
 // The main thread's side of the delivery thread, against a stand-in module that speaks its messages
 // (echo-worker.mjs): outcomes come back to the send that asked, a thread that dies fails what it held as

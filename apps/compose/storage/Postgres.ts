@@ -5,7 +5,7 @@ import { layer as PgSubscriptionStore } from "../../../adapters/postgres/PgSubsc
 import { layer as PgTransferStore } from "../../../adapters/postgres/PgTransferStore.ts"
 import { layer as PgWebhookStore } from "../../../adapters/postgres/PgWebhookStore.ts"
 import { runMigrations } from "../../../adapters/sql/Migrations.ts"
-import { storesOver } from "../../../core/Stores.ts"
+import { storesOver } from "../../../core/shared/Stores.ts"
 import { EventViewsLive } from "../../http/EventViewsLive.ts"
 import type { StorageAdapter } from "../Storage.ts"
 

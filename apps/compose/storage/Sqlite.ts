@@ -6,7 +6,7 @@ import { runMigrations } from "../../../adapters/sql/Migrations.ts"
 import { layer as SqliteClient } from "../../../adapters/sqlite/SqliteClient.ts"
 import * as SqliteStores from "../../../adapters/sqlite/SqliteStores.ts"
 import { layer as SqliteWebhookStore } from "../../../adapters/sqlite/SqliteWebhookStore.ts"
-import { storesOver } from "../../../core/Stores.ts"
+import { storesOver } from "../../../core/shared/Stores.ts"
 import { EventViewsLive } from "../../http/EventViewsLive.ts"
 import type { StorageAdapter } from "../Storage.ts"
 

@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cause, Either, ParseResult, Redacted, Schema } from "effect"
 import * as fc from "effect/FastCheck"
 import { inspect } from "node:util"
-import { AuthenticationValue, parseAccountUri, SenderAccountUri } from "../../../core/Card.ts"
+import { AuthenticationValue, parseAccountUri, SenderAccountUri } from "../../../core/payments/Card.ts"
 import { alnum, charFrom, stringFrom } from "../arbitraries.ts"
 import {
   type AccountParts,

@@ -1,7 +1,15 @@
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime } from "effect"
 import * as fc from "effect/FastCheck"
-import { brandOf, type CardBrand, expiresAt, type Expiry, holdsCardData, isExpired, luhn } from "../../../core/Card.ts"
+import {
+  brandOf,
+  type CardBrand,
+  expiresAt,
+  type Expiry,
+  holdsCardData,
+  isExpired,
+  luhn
+} from "../../../core/payments/Card.ts"
 import { digitString, luhnCheckDigit, luhnValid, withCheckDigit } from "./arbitraries.ts"
 
 const testCards = [

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Either, Schema } from "effect"
 import * as fc from "effect/FastCheck"
-import { CurrencyCode, currencyCodes, exponentOf } from "../../../core/Currency.ts"
+import { CurrencyCode, currencyCodes, exponentOf } from "../../../core/payments/Currency.ts"
 import { flipCase, stringFrom } from "../arbitraries.ts"
 import { code, currency } from "./arbitraries.ts"
 

@@ -11,8 +11,8 @@ import {
   type KeyRecord,
   RequestHash,
   requestHash
-} from "../../../core/Idempotency.ts"
-import { PaymentTransferRequest, TransferId } from "../../../core/Transfer.ts"
+} from "../../../core/payments/Idempotency.ts"
+import { PaymentTransferRequest, TransferId } from "../../../core/payments/Transfer.ts"
 import { alnum, stringFrom, validEmail } from "../arbitraries.ts"
 import { accountParts, currency, cvcParam, expParam, renderAccount, renderUri } from "./arbitraries.ts"
 

@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Either } from "effect"
 import * as fc from "effect/FastCheck"
-import { type CurrencyCode, currencyCodes, exponentOf } from "../../../core/Currency.ts"
-import { formatAmount, MaxMinorUnits, parseAmount } from "../../../core/Money.ts"
+import { type CurrencyCode, currencyCodes, exponentOf } from "../../../core/payments/Currency.ts"
+import { formatAmount, MaxMinorUnits, parseAmount } from "../../../core/payments/Money.ts"
 import { stringFrom } from "../arbitraries.ts"
 import { code, currency, digitString } from "./arbitraries.ts"
 

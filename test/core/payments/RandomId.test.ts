@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Random } from "effect"
 import * as fc from "effect/FastCheck"
-import { randomId } from "../../../core/Transfers.ts"
+import { randomId } from "../../../core/payments/Transfers.ts"
 
 const idOf = (seed: number) => Effect.runSync(Effect.withRandom(randomId("tr_"), Random.make(seed)))
 

@@ -1,7 +1,7 @@
 // Shared fast-check arbitraries for the payment core's property tests. Not a test file itself.
 import { Schema } from "effect"
 import * as fc from "effect/FastCheck"
-import { CurrencyCode, currencyCodes } from "../../../core/Currency.ts"
+import { CurrencyCode, currencyCodes } from "../../../core/payments/Currency.ts"
 import { stringFrom } from "../arbitraries.ts"
 
 export const decimalDigits = "0123456789"

@@ -5,11 +5,11 @@ import { Effect, Layer, Redacted } from "effect"
 import * as MemoryDatabase from "../../../adapters/memory/MemoryDatabase.ts"
 import * as MemorySubscriptionStore from "../../../adapters/memory/MemorySubscriptionStore.ts"
 import * as MemoryTransferStore from "../../../adapters/memory/MemoryTransferStore.ts"
-import { CardFingerprints } from "../../../core/CardFingerprints.ts"
-import { EventViews } from "../../../core/EventViews.ts"
-import { storesOver } from "../../../core/Stores.ts"
-import { SubscriptionStorage } from "../../../core/SubscriptionStorage.ts"
-import { TransferStorage } from "../../../core/TransferStorage.ts"
+import { CardFingerprints } from "../../../core/payments/CardFingerprints.ts"
+import { TransferStorage } from "../../../core/payments/TransferStorage.ts"
+import { storesOver } from "../../../core/shared/Stores.ts"
+import { SubscriptionStorage } from "../../../core/subscriptions/SubscriptionStorage.ts"
+import { EventViews } from "../../../core/webhooks/EventViews.ts"
 
 // FNV-1a, twice with different offsets: a stand-in for the keyed hash that keeps no digit of its input.
 const fnv = (text: string, offset: number) => {

@@ -18,13 +18,13 @@ import {
   TestContext
 } from "effect"
 import * as fc from "effect/FastCheck"
-import type { Authorization, AuthorizationLookup } from "../../../core/CardNetwork.ts"
-import { CardNetwork, CardNetworkOutcomeUnknown, CardNetworkUnavailable } from "../../../core/CardNetwork.ts"
-import { IdempotencyKey } from "../../../core/Idempotency.ts"
-import { Reconciler } from "../../../core/Reconciler.ts"
-import { ClientId, PaymentTransferRequest, type Transfer } from "../../../core/Transfer.ts"
-import { type Submitted, Transfers } from "../../../core/Transfers.ts"
-import { TransferStore } from "../../../core/TransferStore.ts"
+import type { Authorization, AuthorizationLookup } from "../../../core/payments/CardNetwork.ts"
+import { CardNetwork, CardNetworkOutcomeUnknown, CardNetworkUnavailable } from "../../../core/payments/CardNetwork.ts"
+import { IdempotencyKey } from "../../../core/payments/Idempotency.ts"
+import { Reconciler } from "../../../core/payments/Reconciler.ts"
+import { ClientId, PaymentTransferRequest, type Transfer } from "../../../core/payments/Transfer.ts"
+import { type Submitted, Transfers } from "../../../core/payments/Transfers.ts"
+import { TransferStore } from "../../../core/payments/TransferStore.ts"
 import { Fingerprints, memoryWorld } from "./MemoryWorld.ts"
 
 const Outcome = fc.constantFrom(

@@ -1,12 +1,12 @@
 import { DateTime, Effect, Option, Random, Schema } from "effect"
-import { Email } from "./Email.ts"
+import { Email } from "../shared/Email.ts"
+import { Tokens } from "../shared/Tokens.ts"
 import { FeedNotFound, SubscriptionNotFound } from "./Errors.ts"
 import { DefaultFeed, FeedName } from "./Feed.ts"
 import { OutboxWorker } from "./OutboxWorker.ts"
 import { Event, SubscriberName, SubscriptionId } from "./Subscription.ts"
 import { SubscriptionStore } from "./SubscriptionStore.ts"
 import type { Token } from "./Token.ts"
-import { Tokens } from "./Tokens.ts"
 
 export const HoneypotField = "website"
 

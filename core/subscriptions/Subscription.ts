@@ -1,6 +1,6 @@
 import { Data, Duration, Schema } from "effect"
-import { holdsCardData } from "./Card.ts"
-import { Email } from "./Email.ts"
+import { holdsCardData } from "../payments/Card.ts"
+import { Email } from "../shared/Email.ts"
 import { FeedName } from "./Feed.ts"
 
 export const MaxNameLength = 100

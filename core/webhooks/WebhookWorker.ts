@@ -1,6 +1,6 @@
 import { DateTime, Duration, Effect, FiberSet, Option, Queue, Random, Schedule } from "effect"
-import { afterFailure, attemptsAllowed, type DestinationFailure } from "./DestinationBackoff.ts"
-import { makeStorageBackoff } from "./StorageBackoff.ts"
+import { afterFailure, attemptsAllowed, type DestinationFailure } from "../shared/DestinationBackoff.ts"
+import { makeStorageBackoff } from "../shared/StorageBackoff.ts"
 import { type Delivery, disabledReason, type EndpointId, WebhookSender, WebhookStore } from "./Webhooks.ts"
 
 // Deliveries are leased like the mail outbox's rows: a process that dies while sending leaves them due again
@@ -125,7 +125,7 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
         ))
 
     // A lane whose pass fails (the database does) waits with the database's backoff before it ends, so that
-    // dispatch does not start it again at once (core/StorageBackoff.ts).
+    // dispatch does not start it again at once (core/shared/StorageBackoff.ts).
     const laneBackoff = makeStorageBackoff("webhook lanes")
     const lane = (endpoint: EndpointId) =>
       laneBackoff.guard(passes(endpoint), undefined).pipe(

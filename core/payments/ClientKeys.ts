@@ -1,7 +1,7 @@
 import { Effect, Redacted, Schema } from "effect"
+import { Tokens } from "../shared/Tokens.ts"
 import { ClientDirectory } from "./ClientDirectory.ts"
 import { ApiKeyPrefix } from "./Clients.ts"
-import { Tokens } from "./Tokens.ts"
 import { ClientId } from "./Transfer.ts"
 
 export class ClientNotFound extends Schema.TaggedError<ClientNotFound>()("ClientNotFound", { client: ClientId }) {}

@@ -1,12 +1,12 @@
 import { Context, type DateTime, type Effect, type Option } from "effect"
-import type { EventTx } from "./Events.ts"
+import type { EventTx } from "../webhooks/Events.ts"
 import type { IdempotencyKey, KeptAnswer, KeyClaim, KeyRecord, RequestHash } from "./Idempotency.ts"
 import type { ClientId, Reference, Transfer, TransferId, TransferStatus } from "./Transfer.ts"
 import type { ApiClient, Balance, Unsettled } from "./TransferStore.ts"
 
 // The port a database implements for clients, transfers and idempotency keys: statements and row mapping
 // only. Every rule (a key starts, replays, mismatches or is in progress; a reference is taken; which outcome
-// may replace which; which keys an outcome answers; which events it emits) is decided in core/TransferStore.ts,
+// may replace which; which keys an outcome answers; which events it emits) is decided in core/payments/TransferStore.ts,
 // once, for every database. Where a decision needs the rows as they are, core runs it inside `transact`: one
 // database transaction in which the reads hold what they read until the end (BEGIN IMMEDIATE on SQLite,
 // FOR UPDATE on PostgreSQL's `lock*` reads), and whatever core writes commits with it, durably, or not at all.

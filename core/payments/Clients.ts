@@ -1,6 +1,6 @@
 import { DateTime, Effect, Option, Redacted } from "effect"
-import { randomId } from "./RandomId.ts"
-import { Tokens } from "./Tokens.ts"
+import { randomId } from "../shared/RandomId.ts"
+import { Tokens } from "../shared/Tokens.ts"
 import { ClientId } from "./Transfer.ts"
 import { TransferStore } from "./TransferStore.ts"
 

@@ -1,7 +1,9 @@
 import { Context, DateTime, Effect, Layer, Option } from "effect"
+import { randomId } from "../shared/RandomId.ts"
+import { emit, newEvent } from "../webhooks/Events.ts"
+import { EventViews } from "../webhooks/EventViews.ts"
+import { type EventId, transferEventType } from "../webhooks/Webhooks.ts"
 import type { CurrencyCode } from "./Currency.ts"
-import { emit, newEvent } from "./Events.ts"
-import { EventViews } from "./EventViews.ts"
 import {
   decideStart,
   type IdempotencyKey,
@@ -11,7 +13,6 @@ import {
   type KeyRecord,
   type RequestHash
 } from "./Idempotency.ts"
-import { randomId } from "./RandomId.ts"
 import {
   answersWaitingKeys,
   type ClientId,
@@ -22,7 +23,6 @@ import {
   unsettledStatuses
 } from "./Transfer.ts"
 import { TransferStorage, type TransferTx } from "./TransferStorage.ts"
-import { type EventId, transferEventType } from "./Webhooks.ts"
 
 export interface ApiClient {
   readonly id: ClientId
@@ -39,10 +39,10 @@ export interface Balance {
 // database's TransferStorage port: the rules live here, the statements there. It never sees a PAN, CVC or
 // authentication value: a Transfer holds brand, last four, expiry and a keyed fingerprint only.
 //
-// A write that takes a claim first starts its key, in the same transaction, as core/Idempotency.ts's
+// A write that takes a claim first starts its key, in the same transaction, as core/payments/Idempotency.ts's
 // `decideStart` says; anything but Started is answered without writing the transfer. So a request with a key
 // costs the transactions one without costs: start and reserve together, settle and keep the answer together.
-// Before them, core/Transfers.ts reads the key (keyRecord): a retry of a key seen before is answered from that
+// Before them, core/payments/Transfers.ts reads the key (keyRecord): a retry of a key seen before is answered from that
 // read alone.
 export interface TransferStoreShape {
   readonly createClient: (client: ApiClient, keyHash: string, now: DateTime.Utc) => Effect.Effect<void>

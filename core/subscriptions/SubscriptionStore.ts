@@ -1,10 +1,11 @@
 import { Context, DateTime, Effect, Layer, Option } from "effect"
-import { type Email, normalizeEmail } from "./Email.ts"
+import { type Email, normalizeEmail } from "../shared/Email.ts"
+import { randomId } from "../shared/RandomId.ts"
+import { emit, newEvent } from "../webhooks/Events.ts"
+import { EventViews } from "../webhooks/EventViews.ts"
+import { AdminOwner, type EventId } from "../webhooks/Webhooks.ts"
 import { InvalidToken } from "./Errors.ts"
-import { emit, newEvent } from "./Events.ts"
-import { EventViews } from "./EventViews.ts"
 import type { Feed, FeedName } from "./Feed.ts"
-import { randomId } from "./RandomId.ts"
 import {
   decideSubscribe,
   type Event,
@@ -17,7 +18,6 @@ import {
 } from "./Subscription.ts"
 import { type StoredToken, SubscriptionStorage, type SubscriptionTx } from "./SubscriptionStorage.ts"
 import { isUsable, type TokenHash, type TokenPurpose } from "./Token.ts"
-import { AdminOwner, type EventId } from "./Webhooks.ts"
 
 export interface OutboxEntry {
   readonly id: number

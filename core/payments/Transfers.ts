@@ -1,4 +1,5 @@
 import { Data, DateTime, Effect, Either, Equal, Option, Redacted } from "effect"
+import { randomId } from "../shared/RandomId.ts"
 import { isExpired, luhn } from "./Card.ts"
 import { CardFingerprints } from "./CardFingerprints.ts"
 import { type Authorization, CardNetwork, type CardNetworkUnavailable } from "./CardNetwork.ts"
@@ -13,7 +14,6 @@ import {
   requestHash
 } from "./Idempotency.ts"
 import { parseAmount } from "./Money.ts"
-import { randomId } from "./RandomId.ts"
 import { ReconcileSettings } from "./ReconcileSettings.ts"
 import {
   awaitsAnswer,
@@ -29,7 +29,7 @@ import {
 } from "./Transfer.ts"
 import { TransferStore } from "./TransferStore.ts"
 
-export { randomId } from "./RandomId.ts"
+export { randomId } from "../shared/RandomId.ts"
 
 // The lasting answer to a request for a transfer: the transfer made (approved, declined, or `unknown` until
 // reconciled), or the one that already holds the reference. The same for the first request and its replays.
@@ -179,7 +179,7 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
               )
             ),
             // A client that hangs up must not leave a charge without its record. The card network bounds its
-            // own calls (core/CardNetwork.ts), so this region always ends.
+            // own calls (core/payments/CardNetwork.ts), so this region always ends.
             Effect.uninterruptible
           )
         return yield* Effect.catchTag(submitted, "DuplicateReference", taken)

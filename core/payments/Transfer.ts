@@ -1,8 +1,8 @@
 import { DateTime, Duration, Redacted, Schema } from "effect"
+import { Email, EmailJsonSchema } from "../shared/Email.ts"
 import { AuthenticationValue, brandOf, CardBrand, holdsCardData, SenderAccountUri } from "./Card.ts"
 import { type Authorization, CardErrorCode } from "./CardNetwork.ts"
 import { CurrencyCode } from "./Currency.ts"
-import { Email, EmailJsonSchema } from "./Email.ts"
 
 export const TransferId = Schema.String.pipe(Schema.pattern(/^tr_[0-9A-Za-z]{24}$/), Schema.brand("TransferId"))
 export type TransferId = typeof TransferId.Type
@@ -62,7 +62,7 @@ export const Recipient = Schema.Struct({
 })
 
 // Interface 2.1. The amount stays a string here: its valid digits depend on the currency, which
-// core/Money.ts checks once both are known. A JSON number is refused, never rounded.
+// core/payments/Money.ts checks once both are known. A JSON number is refused, never rounded.
 export const PaymentTransferRequest = Schema.Struct({
   reference: Reference,
   amount: Schema.String.annotations({
@@ -117,7 +117,7 @@ export class Transfer extends Schema.Class<Transfer>("Transfer")({
   failure: Schema.optional(Schema.Struct({ code: CardErrorCode, decline_code: Schema.optional(Schema.String) })),
   authorizationCode: Schema.optional(Schema.String),
   createdAt: Schema.DateTimeUtcFromSelf,
-  // The keyed hash of the request that made it (core/Idempotency.ts's requestHash): a retry of that request
+  // The keyed hash of the request that made it (core/payments/Idempotency.ts's requestHash): a retry of that request
   // is recognised by it, with or without its Idempotency-Key.
   requestHash: Schema.optional(Schema.String),
   // Set when the reconciler, not the request, settled it: the request never got its final answer.

@@ -1,5 +1,5 @@
 import { Context, type Effect } from "effect"
-import type { Token, TokenHash } from "./Token.ts"
+import type { Token, TokenHash } from "../subscriptions/Token.ts"
 
 // Effect's Random is not a cryptographic generator, so unguessable tokens come through this port.
 export interface TokensShape {

@@ -1,6 +1,6 @@
 import { Layer } from "effect"
-import * as SubscriptionStore from "./SubscriptionStore.ts"
-import * as TransferStore from "./TransferStore.ts"
+import * as TransferStore from "../payments/TransferStore.ts"
+import * as SubscriptionStore from "../subscriptions/SubscriptionStore.ts"
 
 // The stores the use cases see, made over a database's storage ports (TransferStorage, SubscriptionStorage):
 // the one line of wiring between a storage adapter and the core's rules.

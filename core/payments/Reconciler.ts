@@ -1,8 +1,8 @@
 import { DateTime, Duration, Effect, Either, Random, Schedule } from "effect"
-import { retryDelay } from "./Backoff.ts"
+import { retryDelay } from "../shared/Backoff.ts"
+import { makeStorageBackoff } from "../shared/StorageBackoff.ts"
 import { CardNetwork } from "./CardNetwork.ts"
 import { ReconcileSettings } from "./ReconcileSettings.ts"
-import { makeStorageBackoff } from "./StorageBackoff.ts"
 import { outcomeUnknown, reconciled } from "./Transfer.ts"
 import { TransferStore, type Unsettled } from "./TransferStore.ts"
 

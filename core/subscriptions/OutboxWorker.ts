@@ -1,13 +1,13 @@
 import { Context, DateTime, Duration, Effect, Option, Queue, Random, Ref } from "effect"
-import { RetryPolicy } from "./Backoff.ts"
+import { RetryPolicy } from "../shared/Backoff.ts"
+import { afterFailure, attemptsAllowed } from "../shared/DestinationBackoff.ts"
+import { SiteSettings } from "../shared/SiteSettings.ts"
+import { makeStorageBackoff } from "../shared/StorageBackoff.ts"
+import { Tokens } from "../shared/Tokens.ts"
 import { confirmationMail } from "./ConfirmationMail.ts"
-import { afterFailure, attemptsAllowed } from "./DestinationBackoff.ts"
 import { Mailer } from "./Mailer.ts"
-import { SiteSettings } from "./SiteSettings.ts"
-import { makeStorageBackoff } from "./StorageBackoff.ts"
 import { type OutboxEntry, SubscriptionStore } from "./SubscriptionStore.ts"
 import { ConfirmTokenTtl } from "./Token.ts"
-import { Tokens } from "./Tokens.ts"
 
 // A claimed row is leased: if this process dies while sending, the row is due again once the lease ends,
 // and another worker (or this one after restart) sends it. Every claimed row starts sending at once, and the
@@ -38,7 +38,7 @@ export const nextBatch = (base: number, size: number, taken: number): number =>
 
 type Outcome = "sent" | { readonly reason: string; readonly permanent: boolean }
 
-// The SMTP server is one destination: a temporary failure backs it off as a whole (core/DestinationBackoff.ts),
+// The SMTP server is one destination: a temporary failure backs it off as a whole (core/shared/DestinationBackoff.ts),
 // so while it is down one mail at a time probes it, and the first success resumes the whole backlog at full
 // concurrency. Each instance keeps its own view of the server; a row's own attempts only count towards
 // giving it up.
@@ -154,7 +154,7 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
     // marking (three commits a batch, each waiting for a group commit under load). Only the first probes a
     // failing server; the others resume with the next poll once it answers.
     const base = Math.floor(concurrency / loops)
-    // A pass that fails (the database does) waits with the database's backoff (core/StorageBackoff.ts).
+    // A pass that fails (the database does) waits with the database's backoff (core/shared/StorageBackoff.ts).
     const loop = (probes: boolean) => {
       const backoff = makeStorageBackoff("outbox")
       return Effect.iterate(base, {

@@ -1,11 +1,11 @@
 import { DateTime, Duration, Effect, Schedule } from "effect"
+import { makeStorageBackoff } from "../shared/StorageBackoff.ts"
 import { IdempotencyKeyTtl } from "./Idempotency.ts"
-import { makeStorageBackoff } from "./StorageBackoff.ts"
 import { TransferStore } from "./TransferStore.ts"
 
 // Deletes idempotency keys older than IdempotencyKeyTtl, a batch per transaction, so that no lock is held long
 // and requests go on between batches. An expired key that is not deleted yet already counts as no key
-// (core/Idempotency.ts's decideStart): pruning only keeps the table small.
+// (core/payments/Idempotency.ts's decideStart): pruning only keeps the table small.
 export const PruneBatch = 500
 export const PruneInterval = Duration.hours(1)
 

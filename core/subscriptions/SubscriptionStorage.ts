@@ -1,6 +1,6 @@
 import { Context, type DateTime, type Effect, type Option } from "effect"
-import type { Email } from "./Email.ts"
-import type { EventTx } from "./Events.ts"
+import type { Email } from "../shared/Email.ts"
+import type { EventTx } from "../webhooks/Events.ts"
 import type { Feed, FeedName } from "./Feed.ts"
 import type { SubscriberName, Subscription, SubscriptionId, SubscriptionStatus } from "./Subscription.ts"
 import type { IssuedTokens, OutboxEntry, SubscriptionQuery } from "./SubscriptionStore.ts"
@@ -8,7 +8,7 @@ import type { TokenHash, TokenPurpose } from "./Token.ts"
 
 // The port a database implements for feeds, subscriptions, their tokens and the mail outbox: statements and
 // row mapping only. Every rule (a signup is new, resent or throttled; a token is usable; which status an event
-// leads to; which events a change emits) is decided in core/SubscriptionStore.ts, once, for every database.
+// leads to; which events a change emits) is decided in core/subscriptions/SubscriptionStore.ts, once, for every database.
 // Where a decision needs the rows as they are, core runs it inside `transact`: one database transaction in
 // which the `lock*` reads hold their rows until the end (BEGIN IMMEDIATE on SQLite, FOR UPDATE on
 // PostgreSQL), and whatever core writes commits with it, durably, or not at all. Outside `transact`, each
@@ -16,7 +16,7 @@ import type { TokenHash, TokenPurpose } from "./Token.ts"
 // inserts unless it exists (ON CONFLICT DO NOTHING), so that concurrent first signups cannot both win.
 export interface NewSubscription {
   readonly email: Email
-  // The address as core compares it (core/Email.ts's normalizeEmail): unique per feed.
+  // The address as core compares it (core/shared/Email.ts's normalizeEmail): unique per feed.
   readonly emailKey: string
   readonly name: SubscriberName
   readonly feed: FeedName

@@ -1,6 +1,6 @@
 import { Context } from "effect"
-import type { Subscription } from "./Subscription.ts"
-import type { Transfer } from "./Transfer.ts"
+import type { Transfer } from "../payments/Transfer.ts"
+import type { Subscription } from "../subscriptions/Subscription.ts"
 
 // An event's data is the object as the API shows it. The wire views live with the HTTP spec; the stores,
 // which write events in the transactions that cause them, take them through this port.

@@ -1,5 +1,5 @@
 import { Context, DateTime, Duration, Effect, Schedule } from "effect"
-import { makeStorageBackoff } from "./StorageBackoff.ts"
+import { makeStorageBackoff } from "../shared/StorageBackoff.ts"
 import { SubscriptionStore } from "./SubscriptionStore.ts"
 
 // How long a signup may stay unconfirmed, and how often the job looks for expired ones.
