@@ -63,6 +63,17 @@ const traced = (query: PgQuery): PgQuery => (statement, values) =>
     attributes: { "db.system.name": "postgresql", "db.query.text": statement.text }
   })
 
+// A checked-out connection whose server goes away emits "error", and pg's pool listens only to idle ones: with
+// no listener of its own the process would end. The fault reaches the transaction through its statement instead.
+const watched = new WeakSet<PoolClient>()
+const watch = (client: PoolClient) => {
+  if (!watched.has(client)) {
+    watched.add(client)
+    client.on("error", () => {})
+  }
+  return client
+}
+
 const makeDirect = (pool: PgPool, tracing: boolean): PgDirectShape => {
   const on = tracing ? (target: Queryable) => traced(queryOn(target)) : queryOn
   const connect = Effect.async<PoolClient, SqlError>((resume) => {
@@ -70,7 +81,7 @@ const makeDirect = (pool: PgPool, tracing: boolean): PgDirectShape => {
       resume(
         err || client === undefined
           ? Effect.fail(new SqlError({ cause: err, message: "Failed to acquire connection for transaction" }))
-          : Effect.succeed(client)
+          : Effect.succeed(watch(client))
       )
     )
   })

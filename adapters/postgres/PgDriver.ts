@@ -22,6 +22,7 @@ export interface PoolClient {
   query(config: QueryConfig | string, callback: QueryCallback): void
   // An error (or true) closes the connection instead of returning it to the pool.
   release(destroy?: Error | boolean): void
+  on(event: "error", listener: (error: Error) => void): this
 }
 export interface PgPool {
   query(config: QueryConfig | string, callback: QueryCallback): void
