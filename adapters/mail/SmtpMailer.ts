@@ -1,5 +1,5 @@
 // Mailer over SMTP with nodemailer, on a pool of up to 128 connections (the outbox worker's concurrency): a
-// connection per mail could not keep up with signups under load (docs/decisions/0027). A pooled connection that
+// connection per mail could not keep up with signups under load (docs/decisions/0032). A pooled connection that
 // turns out dead fails its mail as a temporary failure, which the outbox retries.
 import { Config, type ConfigError, Duration, Effect, Layer, Redacted } from "effect"
 import nodemailer from "nodemailer"

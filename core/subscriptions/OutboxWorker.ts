@@ -16,7 +16,7 @@ import { ConfirmTokenTtl } from "./Token.ts"
 export const Lease = Duration.seconds(60)
 // Connections to the SMTP server (MAIL_CONCURRENCY: the SMTP adapter's pool is as large), and the mails the
 // loops take at a time when there is no backlog. With a backlog their batches grow (nextBatch below), and the
-// extra mails queue for the pool's connections (docs/decisions/0027).
+// extra mails queue for the pool's connections (docs/decisions/0032).
 export const DefaultMailConcurrency = 32
 export class MailConcurrency extends Context.Reference<MailConcurrency>()("MailConcurrency", {
   defaultValue: (): number => DefaultMailConcurrency
@@ -29,7 +29,7 @@ const Loops = 8
 // for twice as many, up to MaxBatchGrowth times the loop's share of the concurrency; a pass that took fewer
 // starts again from that share. Under load every batch waits its turn on the main thread three times (claim,
 // tokens, marks: each a commit), whatever its size, so a fixed batch sent a fixed number of mails per turn and
-// fell behind the signups (docs/decisions/0027). The extra mails of a larger batch wait in the SMTP adapter's
+// fell behind the signups (docs/decisions/0032). The extra mails of a larger batch wait in the SMTP adapter's
 // pool for a connection, within the send's own time-out. The mail takes a larger share of the machine, and
 // the signups a smaller one, until the mail keeps up.
 export const MaxBatchGrowth = 16
