@@ -136,7 +136,8 @@ export const SenderAccountUri = secretString<CardAccount>({
   parse: parseAccountUri,
   format: formatAccountUri,
   description:
-    "pan:<12-19 digits>;exp=<YYYY-MM>;cvc=<3-4 digits>, exp and cvc in either order. The card number must pass the Luhn check (else 402 incorrect_number).",
+    // No run of three digits or more: the schema is in a failed decode's issue tree, where one could pass for a CVC.
+    "pan:<12-19 digits>;exp=<YYYY-MM>;cvc=<3-4 digits>, exp and cvc in either order. The card number must pass the Luhn check (else the card error incorrect_number).",
   pattern:
     "^pan:[0-9]{12,19};(?:exp=[0-9]{4}-(?:0[1-9]|1[0-2]);cvc=[0-9]{3,4}|cvc=[0-9]{3,4};exp=[0-9]{4}-(?:0[1-9]|1[0-2]))$"
 })
