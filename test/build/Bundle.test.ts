@@ -46,7 +46,7 @@ describe("the bundles", () => {
     const entry = map.findEntry(line, lines[line]!.indexOf("decideStart"))
     assert.isTrue("originalSource" in entry, "no mapping at decideStart")
     if (!("originalSource" in entry)) return
-    assert.match(entry.originalSource, /core\/Idempotency\.ts$/)
+    assert.match(entry.originalSource, /core\/payments\/Idempotency\.ts$/)
     const source = readFileSync(resolve(import.meta.dirname, "../../core/payments/Idempotency.ts"), "utf8").split("\n")
     assert.include(source[entry.originalLine]!, "decideStart")
   })
