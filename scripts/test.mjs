@@ -104,7 +104,13 @@ const steps = [
     }]]
     : []),
   ...(mariadbUp
-    ? [["black-box suites on MariaDB", "vitest", ["run", "test/http", "test/reliability", "test/scaleout"], {
+    ? [["black-box suites on MariaDB", "vitest", [
+      "run",
+      "test/http",
+      "test/client",
+      "test/reliability",
+      "test/scaleout"
+    ], {
       ...mariadbEnv,
       ...built,
       TEST_DATABASE: "mariadb"
