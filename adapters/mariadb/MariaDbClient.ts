@@ -2,7 +2,6 @@ import { MysqlClient } from "@effect/sql-mysql2"
 import { type SqlClient, TransactionConnection } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Layer, Redacted } from "effect"
-import type { NewEvent } from "../sql/EventRows.ts"
 
 // MariaDB (or MySQL 8) through @effect/sql-mysql2: mysql://user:password@host:port/database, or mariadb://.
 // Times are BIGINT milliseconds (adapters/sql/Dialect.ts), so no time zone stands between the server and the
@@ -24,7 +23,11 @@ export const layer = (url: Redacted.Redacted<string>) => {
 // Two transactions that lock rows in opposite order (two first requests for one key both find its gap empty,
 // then both insert) deadlock: MariaDB rolls one back, and it runs again from its start, where its locking read
 // now finds the other's row. So does one that lost a race to a unique key.
-const retryable = (error: SqlError) => [1213, 1205, 1062].includes((error.cause as { errno?: number })?.errno ?? 0)
+export const errnoOf = (error: unknown): number =>
+  (error as { _tag?: string })._tag === "SqlError"
+    ? (error as SqlError & { cause: { errno?: number } }).cause?.errno ?? 0
+    : 0
+const isRetryable = (error: unknown) => [1213, 1205, 1062].includes(errnoOf(error))
 
 // A transaction runs READ COMMITTED, as on PostgreSQL: under InnoDB's default REPEATABLE READ a locking scan
 // keeps every row it read locked (a SKIP LOCKED claim would hide rows it did not take) and its gap locks
@@ -35,17 +38,8 @@ export const transactionOn = (sql: SqlClient) => <A, E, R>(work: Effect.Effect<A
     yield* connection.executeUnprepared("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", [], undefined)
     return yield* Effect.provideService(sql.withTransaction(work), TransactionConnection, [connection, -1])
   })).pipe(
-    Effect.retry({
-      while: (error) => (error as { _tag?: string })._tag === "SqlError" && retryable(error as SqlError),
-      times: 100
-    })
-  )
-
-// An event and one delivery for each endpoint of its owner that asked for its type, in the caller's transaction.
-export const writeEvent = (sql: SqlClient, e: NewEvent) =>
-  Effect.zipRight(
-    sql`INSERT INTO events (id, type, owner, created_at, body) VALUES (${e.id}, ${e.type}, ${e.owner}, ${e.createdAt}, ${e.body})`,
-    sql`INSERT INTO webhook_deliveries (event_id, endpoint_id, created_at, next_attempt_at)
-        SELECT ${e.id}, id, ${e.createdAt}, ${e.createdAt} FROM webhook_endpoints WHERE owner = ${e.owner}
-        AND disabled_at IS NULL AND (enabled_events LIKE ${e.pattern} OR enabled_events LIKE '%"*"%')`
+    // A port's statement turns its SqlError into a defect (adapters/mariadb/MariaDbUnitOfWork.ts): a retryable
+    // one is run again all the same.
+    Effect.catchAllDefect((defect) => isRetryable(defect) ? Effect.fail(defect as SqlError) : Effect.die(defect)),
+    Effect.retry({ while: isRetryable, times: 100 })
   )

@@ -22,15 +22,18 @@ export const layer = Layer.scoped(
       tokenBucket: ({ allowOverflow, key, limit, refillRate, tokens }) =>
         transaction(Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
+          // The row made full if missing, and locked either way (a locking read of a missing row locks nothing
+          // under READ COMMITTED: concurrent first draws would each find the bucket full).
           const [row] = yield* sql<{ tokens: number; refilled_at: number }>`
-            SELECT tokens, refilled_at FROM rate_limits WHERE bucket = ${key} FOR UPDATE`
-          const available = row === undefined
-            ? limit
-            : Math.min(limit, Number(row.tokens) + (now - Number(row.refilled_at)) / Duration.toMillis(refillRate))
+            INSERT INTO rate_limits (bucket, tokens, refilled_at) VALUES (${key}, ${limit}, ${now})
+            ON DUPLICATE KEY UPDATE bucket = bucket RETURNING tokens, refilled_at`
+          const available = Math.min(
+            limit,
+            Number(row!.tokens) + (now - Number(row!.refilled_at)) / Duration.toMillis(refillRate)
+          )
           const consumed = allowOverflow || available >= tokens
           const left = consumed ? available - tokens : available
-          yield* sql`INSERT INTO rate_limits (bucket, tokens, refilled_at) VALUES (${key}, ${left}, ${now})
-            ON DUPLICATE KEY UPDATE tokens = VALUES(tokens), refilled_at = VALUES(refilled_at)`
+          yield* sql`UPDATE rate_limits SET tokens = ${left}, refilled_at = ${now} WHERE bucket = ${key}`
           return Math.floor(consumed ? left : left - tokens)
         })).pipe(
           Effect.mapError((cause) => new RateLimitStoreError({ message: "MariaDB rate limit store failed", cause }))

@@ -1,220 +1,197 @@
 import { SqlClient } from "@effect/sql/SqlClient"
-import { DateTime, Effect, Layer, Option } from "effect"
-import { normalizeEmail } from "../../core/shared/Email.ts"
-import { InvalidToken } from "../../core/subscriptions/Errors.ts"
-import {
-  decideSubscribe,
-  MailThrottle,
-  SubscriptionId,
-  type SubscriptionStatus,
-  transition
-} from "../../core/subscriptions/Subscription.ts"
-import { SubscriptionStore, type SubscriptionStoreShape } from "../../core/subscriptions/SubscriptionStore.ts"
-import { isUsable } from "../../core/subscriptions/Token.ts"
-import { EventViews } from "../../core/webhooks/EventViews.ts"
-import { AdminOwner } from "../../core/webhooks/Webhooks.ts"
-import { newEvent } from "../sql/EventRows.ts"
-import { FeedColumns, feedOf, SubscriptionColumns, subscriptionOf } from "../sql/SubscriptionRows.ts"
-import { transactionOn, writeEvent } from "./MariaDbClient.ts"
+import { DateTime, Effect, Layer } from "effect"
+import { SubscriptionId, type SubscriptionStatus } from "../../core/subscriptions/Subscription.ts"
+import { SubscriptionStorage, type SubscriptionTx } from "../../core/subscriptions/SubscriptionStorage.ts"
+import { millisOf } from "../sql/Dialect.ts"
+import { FeedColumns, feedOf, SubscriptionColumns, subscriptionOf, tokenOf } from "../sql/SubscriptionRows.ts"
+import { transactionOn } from "./MariaDbClient.ts"
+import { eventStatements, first, ms, type Statements, unitOfWork, unlessDuplicate } from "./MariaDbUnitOfWork.ts"
 
-// The subscription store on MariaDB, on @effect/sql. Every method is one transaction; a subscription is read
-// FOR UPDATE before it is written, so concurrent signups of one address are judged one after the other, and the
-// unique (email_key, feed) constraint keeps one row.
-const ms = DateTime.toEpochMillis
+// The subscription storage on MariaDB, on @effect/sql. The unique (email_key, feed) constraint decides between
+// concurrent first signups (the second insert waits for the first's row lock, then loses with 1062); rows are
+// read FOR UPDATE while core decides on them. An UPDATE whose row core reads back is followed by a SELECT in
+// the same transaction (no UPDATE ... RETURNING on MariaDB); an INSERT answers with INSERT ... RETURNING.
+
+const subscriptionId = (value: unknown) => SubscriptionId.make(Number(value), { disableValidation: true })
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient
-  const views = yield* EventViews
   const transaction = transactionOn(sql)
   const subscriptionColumns = sql.literal(SubscriptionColumns)
   const feedColumns = sql.literal(FeedColumns)
-  const byId = (id: unknown) => sql`SELECT ${subscriptionColumns} FROM subscriptions WHERE id = ${id}`
-  const one = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
-
-  const putFeed: SubscriptionStoreShape["putFeed"] = (name, title, now) =>
-    transaction(Effect.gen(function*() {
-      const existing = yield* sql<{ deleted_at: unknown }>`SELECT deleted_at FROM feeds WHERE name = ${name} FOR UPDATE`
-      const created = existing.length === 0 || existing[0]!.deleted_at !== null
-      if (existing.length === 0) {
-        yield* sql`INSERT INTO feeds (name, title, created_at, updated_at) VALUES (${name}, ${title}, ${ms(now)}, ${
-          ms(now)
-        })`
-      } else {
-        yield* sql`UPDATE feeds SET created_at = CASE WHEN deleted_at IS NULL THEN created_at ELSE ${ms(now)} END,
-          title = ${title}, updated_at = ${ms(now)}, deleted_at = NULL WHERE name = ${name}`
-      }
-      return { feed: feedOf((yield* sql`SELECT ${feedColumns} FROM feeds WHERE name = ${name}`)[0]), created }
-    })).pipe(Effect.orDie)
-
-  const deleteFeed: SubscriptionStoreShape["deleteFeed"] = (name, now) =>
-    transaction(Effect.gen(function*() {
-      const found = yield* sql`SELECT name FROM feeds WHERE name = ${name} AND deleted_at IS NULL FOR UPDATE`
-      if (found.length === 0) return false
-      yield* sql`UPDATE feeds SET deleted_at = ${ms(now)} WHERE name = ${name}`
-      yield* sql`UPDATE subscriptions SET status = 'unsubscribed', updated_at = ${ms(now)}
-        WHERE feed = ${name} AND status <> 'unsubscribed'`
-      yield* sql`UPDATE subscription_tokens SET used_at = ${ms(now)} WHERE purpose = 'confirm' AND used_at IS NULL
-        AND subscription_id IN (SELECT id FROM subscriptions WHERE feed = ${name})`
-      return true
-    })).pipe(Effect.orDie)
-
-  const queueMail = (id: unknown, now: DateTime.Utc) =>
-    sql`INSERT INTO mail_outbox (kind, subscription_id, created_at, next_attempt_at)
-      VALUES ('confirmation', ${id}, ${ms(now)}, ${ms(now)})`
-
-  const subscribe: SubscriptionStoreShape["subscribe"] = ({ email, feed, name, now }) =>
-    transaction(Effect.gen(function*() {
-      const key = normalizeEmail(email)
-      const [existing] = yield* sql<{ id: number; status: SubscriptionStatus }>`
-        SELECT id, status FROM subscriptions WHERE email_key = ${key} AND feed = ${feed} FOR UPDATE`
-      const since = DateTime.subtractDuration(now, MailThrottle.window)
-      const mails = existing === undefined ? 0 : Number(
-        (yield* sql<{ n: unknown }>`SELECT count(*) AS n FROM mail_outbox
-          WHERE subscription_id = ${existing.id} AND created_at > ${ms(since)}`)[0]!.n
-      )
-      const decision = decideSubscribe(existing?.status, mails)
-      const id = existing?.id ?? (yield* sql<{ id: number }>`
-        INSERT INTO subscriptions (email, email_key, name, feed, status, created_at, updated_at)
-        VALUES (${email}, ${key}, ${name}, ${feed}, ${decision.status}, ${ms(now)}, ${ms(now)}) RETURNING id`)[0]!.id
-      if (existing !== undefined) {
-        yield* sql`UPDATE subscriptions SET status = ${decision.status}, updated_at = ${ms(now)},
-          name = CASE WHEN ${decision.updateName} THEN ${name} ELSE name END WHERE id = ${id}`
-      }
-      if (decision.queueConfirmation) yield* queueMail(id, now)
-      return { subscription: subscriptionOf((yield* byId(id))[0]), queued: decision.queueConfirmation }
-    })).pipe(Effect.orDie)
-
-  const get = (id: SubscriptionId) => byId(id).pipe(Effect.map((rows) => Option.map(one(rows), subscriptionOf)))
-
-  const usableToken = (hash: string, purpose: string, now: DateTime.Utc, lock: boolean) =>
-    sql<{ subscription_id: number; expires_at: unknown; used_at: unknown }>`
-      SELECT subscription_id, expires_at, used_at FROM subscription_tokens
-      WHERE hash = ${hash} AND purpose = ${purpose} ${sql.literal(lock ? "FOR UPDATE" : "")}`.pipe(
-      Effect.map(([row]) =>
-        row !== undefined && isUsable({
-            usedAt: row.used_at === null ? null : Number(row.used_at),
-            expiresAt: row.expires_at === null ? null : Number(row.expires_at)
-          }, ms(now))
-          ? row
-          : undefined
-      )
+  const feedNamed = (name: string) =>
+    Effect.map(sql`SELECT ${feedColumns} FROM feeds WHERE name = ${name}`, (rows) => feedOf(rows[0]))
+  const byId = (id: number) => sql`SELECT ${subscriptionColumns} FROM subscriptions WHERE id = ${id}`
+  const selectToken = (hash: string, purpose: string, lock: boolean) =>
+    Effect.map(
+      sql`SELECT subscription_id, expires_at, used_at FROM subscription_tokens
+        WHERE hash = ${hash} AND purpose = ${purpose} ${sql.literal(lock ? "FOR UPDATE" : "")}`,
+      (rows) => first(rows, tokenOf)
     )
 
-  const redeemToken: SubscriptionStoreShape["redeemToken"] = (hash, purpose, event, now) =>
-    transaction(Effect.gen(function*() {
-      // Locked, so two concurrent redemptions of a single-use link cannot both see it unused.
-      const token = yield* usableToken(hash, purpose, now, true)
-      if (token === undefined) return yield* new InvalidToken()
-      const [current] = yield* sql<{ status: SubscriptionStatus }>`
-        SELECT status FROM subscriptions WHERE id = ${token.subscription_id} FOR UPDATE`
-      const next = transition(current!.status, event)
-      if (next === undefined) return yield* new InvalidToken()
-      // Confirmation links are single use; unsubscribe links stay valid so a second click still says "done".
-      if (purpose === "confirm") yield* sql`UPDATE subscription_tokens SET used_at = ${ms(now)} WHERE hash = ${hash}`
-      // Leaving voids every confirmation link still out, so an old mail cannot revive a later signup.
-      if (next === "unsubscribed") {
-        yield* sql`UPDATE subscription_tokens SET used_at = ${ms(now)}
-          WHERE subscription_id = ${token.subscription_id} AND purpose = 'confirm' AND used_at IS NULL`
-      }
-      yield* sql`UPDATE subscriptions SET status = ${next}, updated_at = ${ms(now)} WHERE id = ${token.subscription_id}`
-      const subscription = subscriptionOf((yield* byId(token.subscription_id))[0])
-      if (next !== current!.status) {
-        const type = next === "active" ? "subscription.confirmed" : "subscription.unsubscribed"
-        yield* writeEvent(sql, newEvent(type, AdminOwner, views.subscription(subscription), ms(now)))
-      }
-      return subscription
-    })).pipe(Effect.catchTag("SqlError", Effect.die))
+  const statements: Statements<SubscriptionTx> = {
+    ...eventStatements(sql),
+    insertSubscription: (s) =>
+      unlessDuplicate(
+        Effect.map(
+          sql`INSERT INTO subscriptions (email, email_key, name, feed, status, created_at, updated_at)
+            VALUES (${s.email}, ${s.emailKey}, ${s.name}, ${s.feed}, ${s.status}, ${ms(s.now)}, ${ms(s.now)})
+            RETURNING ${subscriptionColumns}`,
+          (rows) => first(rows, subscriptionOf)
+        ),
+        first([], subscriptionOf)
+      ),
+    lockSubscription: (emailKey, feed) =>
+      Effect.map(
+        sql<{ id: unknown; status: SubscriptionStatus }>`SELECT id, status FROM subscriptions
+          WHERE email_key = ${emailKey} AND feed = ${feed} FOR UPDATE`,
+        (rows) => first(rows, (r) => ({ id: subscriptionId(r.id), status: r.status }))
+      ),
+    mailsSince: (id, since) =>
+      Effect.map(
+        sql<{ n: unknown }>`SELECT count(*) AS n FROM mail_outbox
+          WHERE subscription_id = ${id} AND created_at > ${ms(since)}`,
+        (rows) => Number(rows[0]!.n)
+      ),
+    updateSubscription: (id, status, now, name) =>
+      Effect.zipRight(
+        sql`UPDATE subscriptions SET status = ${status}, updated_at = ${ms(now)}, name = coalesce(${name ?? null}, name)
+          WHERE id = ${id}`,
+        Effect.map(byId(id), (rows) => subscriptionOf(rows[0]))
+      ),
+    queueConfirmation: (id, now) =>
+      Effect.asVoid(sql`INSERT INTO mail_outbox (kind, subscription_id, created_at, next_attempt_at)
+        VALUES ('confirmation', ${id}, ${ms(now)}, ${ms(now)})`),
+    lockToken: (hash, purpose) => selectToken(hash, purpose, true),
+    useToken: (hash, now) =>
+      Effect.asVoid(sql`UPDATE subscription_tokens SET used_at = ${ms(now)} WHERE hash = ${hash}`),
+    voidConfirmations: (id, now) =>
+      Effect.asVoid(sql`UPDATE subscription_tokens SET used_at = ${ms(now)}
+        WHERE subscription_id = ${id} AND purpose = 'confirm' AND used_at IS NULL`),
+    get: (id) => Effect.map(byId(id), (rows) => first(rows, subscriptionOf)),
+    lockFeed: (name) =>
+      Effect.map(
+        sql<{ deleted_at: unknown }>`SELECT deleted_at FROM feeds WHERE name = ${name} FOR UPDATE`,
+        (rows) => first(rows, (r) => ({ deleted: r.deleted_at !== null }))
+      ),
+    insertFeed: (name, title, now) =>
+      Effect.map(
+        sql`INSERT INTO feeds (name, title, created_at, updated_at) VALUES (${name}, ${title}, ${ms(now)}, ${ms(now)})
+          RETURNING ${feedColumns}`,
+        (rows) => feedOf(rows[0])
+      ),
+    replaceFeed: (name, title, now, recreated) =>
+      Effect.zipRight(
+        sql`UPDATE feeds SET title = ${title}, updated_at = ${ms(now)}, deleted_at = NULL,
+          created_at = ${recreated ? ms(now) : sql.literal("created_at")} WHERE name = ${name}`,
+        feedNamed(name)
+      ),
+    // The live feed locked, then marked (a compound: a transaction of its own outside `transact`).
+    deleteFeed: (name, now) =>
+      Effect.gen(function*() {
+        const live = yield* sql`SELECT name FROM feeds WHERE name = ${name} AND deleted_at IS NULL FOR UPDATE`
+        if (live.length === 0) return false
+        yield* sql`UPDATE feeds SET deleted_at = ${ms(now)} WHERE name = ${name}`
+        return true
+      }),
+    setFeedStatus: (feed, status, now) =>
+      Effect.asVoid(sql`UPDATE subscriptions SET status = ${status}, updated_at = ${ms(now)}
+        WHERE feed = ${feed} AND status <> ${status}`),
+    voidFeedConfirmations: (feed, now) =>
+      Effect.asVoid(sql`UPDATE subscription_tokens SET used_at = ${ms(now)} WHERE purpose = 'confirm'
+        AND used_at IS NULL AND subscription_id IN (SELECT id FROM subscriptions WHERE feed = ${feed})`),
+    subscriptions: (ids) =>
+      ids.length === 0 ? Effect.succeed([]) : Effect.map(
+        sql`SELECT ${subscriptionColumns} FROM subscriptions WHERE ${sql.in("id", ids)}`,
+        (rows) => rows.map(subscriptionOf)
+      ),
+    // Both tokens of every mail in one INSERT.
+    insertTokens: (mails, now) =>
+      mails.length === 0 ?
+        Effect.void :
+        Effect.asVoid(
+          sql`INSERT INTO subscription_tokens ${
+            sql.insert(mails.flatMap(({ subscriptionId: id, tokens }) => [
+              {
+                hash: tokens.confirm.hash,
+                subscription_id: id,
+                purpose: "confirm",
+                created_at: ms(now),
+                expires_at: ms(tokens.confirm.expiresAt)
+              },
+              {
+                hash: tokens.unsubscribe.hash,
+                subscription_id: id,
+                purpose: "unsubscribe",
+                created_at: ms(now),
+                expires_at: null
+              }
+            ]))
+          }`
+        )
+  }
 
-  // A batch of due rows, locked (rows another instance holds are skipped, not waited for) and leased; read in the
-  // index's order, so that a claim locks only the rows it takes.
-  const claimDue: SubscriptionStoreShape["claimDue"] = (now, leaseUntil, limit) =>
-    transaction(Effect.gen(function*() {
-      const rows = yield* sql<{ id: number; subscription_id: number; attempts: number }>`
-        SELECT id, subscription_id, attempts FROM mail_outbox FORCE INDEX (mail_outbox_due) WHERE sent_at IS NULL
-        AND next_attempt_at <= ${ms(now)} ORDER BY next_attempt_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`
-      if (rows.length > 0) {
-        yield* sql`UPDATE mail_outbox SET next_attempt_at = ${ms(leaseUntil)} WHERE ${
-          sql.in("id", rows.map((r) => r.id))
-        }`
-      }
-      return rows.map((r) => ({
-        id: Number(r.id),
-        subscriptionId: SubscriptionId.make(Number(r.subscription_id)),
-        attempts: Number(r.attempts)
-      }))
-    })).pipe(Effect.orDie)
-
-  // Signups never confirmed, oldest first; their tokens and outbox rows go with them (ON DELETE CASCADE).
-  const purgePending: SubscriptionStoreShape["purgePending"] = (before, limit) =>
-    transaction(Effect.gen(function*() {
-      const rows = yield* sql<{ id: number }>`SELECT id FROM subscriptions FORCE INDEX (subscriptions_pending)
-        WHERE status = 'pending' AND updated_at < ${
-        ms(before)
-      } ORDER BY updated_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`
-      if (rows.length > 0) yield* sql`DELETE FROM subscriptions WHERE ${sql.in("id", rows.map((r) => r.id))}`
-      return rows.length
-    })).pipe(Effect.orDie)
-
-  // Tokens are stored only for the subscriptions that still await their mail.
-  const prepareConfirmations: SubscriptionStoreShape["prepareConfirmations"] = (batch, now) =>
-    batch.length === 0 ? Effect.succeed([]) : transaction(Effect.gen(function*() {
-      const ids = batch.map(({ entry }) => entry.subscriptionId)
-      const rows = yield* sql`SELECT ${subscriptionColumns} FROM subscriptions
-        WHERE ${sql.in("id", ids)} AND status = 'pending' FOR UPDATE`
-      const pending = new Map(rows.map((row) => [Number(row.id), subscriptionOf(row)] as const))
-      const tokens = batch.filter(({ entry }) => pending.has(Number(entry.subscriptionId))).flatMap((
-        { entry, tokens }
-      ) =>
-        [
-          { hash: tokens.confirm.hash, purpose: "confirm", expires_at: ms(tokens.confirm.expiresAt) },
-          { hash: tokens.unsubscribe.hash, purpose: "unsubscribe", expires_at: null }
-        ].map((t) => ({ ...t, subscription_id: entry.subscriptionId, created_at: ms(now) }))
-      )
-      if (tokens.length > 0) yield* sql`INSERT INTO subscription_tokens ${sql.insert(tokens)}`
-      return batch.map(({ entry }) => Option.fromNullable(pending.get(Number(entry.subscriptionId))))
-    })).pipe(Effect.orDie)
-
-  return SubscriptionStore.of({
+  return SubscriptionStorage.of({
+    ...unitOfWork<SubscriptionTx>(sql, statements, [
+      "updateSubscription",
+      "replaceFeed",
+      "deleteFeed",
+      "insertEvent"
+    ]),
     findFeed: (name) =>
       sql`SELECT ${feedColumns} FROM feeds WHERE name = ${name} AND deleted_at IS NULL`.pipe(
-        Effect.map((rows) => Option.map(one(rows), feedOf)),
+        Effect.map((rows) => first(rows, feedOf)),
         Effect.orDie
       ),
     listFeeds: Effect.gen(function*() {
       const rows = yield* sql`SELECT ${feedColumns} FROM feeds WHERE deleted_at IS NULL ORDER BY name`
-      const [changed] = yield* sql<{ at: unknown }>`
+      const changed = yield* sql<{ at: unknown }>`
         SELECT max(CASE WHEN deleted_at IS NULL THEN updated_at ELSE deleted_at END) AS at FROM feeds`
-      return { feeds: rows.map(feedOf), lastModified: DateTime.unsafeMake(Number(changed?.at ?? 0)) }
+      return { feeds: rows.map(feedOf), lastModified: DateTime.unsafeMake(millisOf(changed[0]?.at ?? 0)) }
     }).pipe(Effect.orDie),
-    putFeed,
-    deleteFeed,
-    subscribe,
-    get: (id) => Effect.orDie(get(id)),
-    findByToken: (hash, purpose, now) =>
-      usableToken(hash, purpose, now, false).pipe(
-        Effect.flatMap((token) =>
-          token ? get(SubscriptionId.make(Number(token.subscription_id))) : Effect.succeed(Option.none())
-        ),
-        Effect.orDie
-      ),
-    redeemToken,
-    claimDue,
-    markFailed: (id, next, reason) =>
+    token: (hash, purpose) => Effect.orDie(selectToken(hash, purpose, false)),
+    // A batch of due rows, locked (rows another instance holds are skipped, not waited for) and leased; read in
+    // the index's order, so that a claim locks only the rows it takes.
+    claimDue: (now, leaseUntil, limit) =>
+      transaction(Effect.gen(function*() {
+        const rows = yield* sql<{ id: number; subscription_id: number; attempts: number }>`
+          SELECT id, subscription_id, attempts FROM mail_outbox FORCE INDEX (mail_outbox_due) WHERE sent_at IS NULL
+          AND next_attempt_at <= ${ms(now)} ORDER BY next_attempt_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`
+        if (rows.length > 0) {
+          yield* sql`UPDATE mail_outbox SET next_attempt_at = ${ms(leaseUntil)} WHERE ${
+            sql.in("id", rows.map((r) => r.id))
+          }`
+        }
+        return rows.map((r) => ({
+          id: Number(r.id),
+          subscriptionId: subscriptionId(r.subscription_id),
+          attempts: Number(r.attempts)
+        }))
+      })).pipe(Effect.orDie),
+    markFailed: (id, nextAttemptAt, reason) =>
       Effect.orDie(sql`UPDATE mail_outbox SET attempts = attempts + 1,
-        next_attempt_at = ${next === undefined ? null : ms(next)}, last_error = ${
+        next_attempt_at = ${nextAttemptAt === undefined ? null : ms(nextAttemptAt)}, last_error = ${
         reason.slice(0, 500)
       } WHERE id = ${id}`),
+    markSentAll: (ids, now) =>
+      ids.length === 0 ? Effect.void : Effect.orDie(sql`UPDATE mail_outbox SET sent_at = ${ms(now)},
+        next_attempt_at = NULL, last_error = NULL WHERE ${sql.in("id", ids)}`),
     listSubscriptions: ({ feed, limit, startingAfter, status }) =>
       sql`SELECT ${subscriptionColumns} FROM subscriptions WHERE id > ${startingAfter ?? 0}
         ${feed === undefined ? sql.literal("") : sql`AND feed = ${feed}`}
         ${status === undefined ? sql.literal("") : sql`AND status = ${status}`}
         ORDER BY id LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(subscriptionOf)), Effect.orDie),
-    purgePending,
-    prepareConfirmations,
-    markSentAll: (ids, now) =>
-      ids.length === 0 ? Effect.void : Effect.orDie(sql`UPDATE mail_outbox SET sent_at = ${ms(now)},
-        next_attempt_at = NULL, last_error = NULL WHERE ${sql.in("id", ids)}`)
+    // Oldest first, rows another purge holds skipped; their tokens and outbox rows go with them (ON DELETE
+    // CASCADE). Read in the index's order, so that a purge locks only the rows it takes.
+    purge: (status, before, limit) =>
+      transaction(Effect.gen(function*() {
+        const rows = yield* sql<{ id: number }>`SELECT id FROM subscriptions FORCE INDEX (subscriptions_pending)
+          WHERE status = ${status} AND updated_at < ${ms(before)} ORDER BY updated_at LIMIT ${limit}
+          FOR UPDATE SKIP LOCKED`
+        if (rows.length > 0) yield* sql`DELETE FROM subscriptions WHERE ${sql.in("id", rows.map((r) => r.id))}`
+        return rows.length
+      })).pipe(Effect.orDie)
   })
 })
 
-export const layer = Layer.effect(SubscriptionStore, make)
+export const layer = Layer.effect(SubscriptionStorage, make)

@@ -6,8 +6,10 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { Context, DateTime, Effect, Layer, Option, Redacted } from "effect"
 import { afterAll } from "vitest"
 import { layer as MariaDbClient } from "../../adapters/mariadb/MariaDbClient.ts"
+import { layer as MariaDbRateLimiterStore } from "../../adapters/mariadb/MariaDbRateLimiterStore.ts"
 import { layer as MariaDbSubscriptionStore } from "../../adapters/mariadb/MariaDbSubscriptionStore.ts"
 import { layer as MariaDbTransferStore } from "../../adapters/mariadb/MariaDbTransferStore.ts"
+import { layer as MariaDbWebhookStore } from "../../adapters/mariadb/MariaDbWebhookStore.ts"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
 import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
 import { CurrencyCode } from "../../core/payments/Currency.ts"
@@ -15,12 +17,17 @@ import { IdempotencyKey, RequestHash } from "../../core/payments/Idempotency.ts"
 import { ClientId, Reference, Transfer, TransferId } from "../../core/payments/Transfer.ts"
 import { TransferStore } from "../../core/payments/TransferStore.ts"
 import { Email } from "../../core/shared/Email.ts"
+import { storesOver } from "../../core/shared/Stores.ts"
 import { DefaultFeed } from "../../core/subscriptions/Feed.ts"
 import { MailThrottle, SubscriberName } from "../../core/subscriptions/Subscription.ts"
 import { SubscriptionStore } from "../../core/subscriptions/SubscriptionStore.ts"
+import type { EventViews } from "../../core/webhooks/EventViews.ts"
 import { createTestDatabase, mariadbEnabled, mariadbSkipReason } from "../support/MariaDb.ts"
+import { rateLimiterStoreContract } from "./RateLimiterStore.contract.ts"
+import { withSqlRawRows } from "./RawRows.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
 import { transferStoreContract } from "./TransferStore.contract.ts"
+import { webhookStoreContract } from "./WebhookStore.contract.ts"
 
 // A new database that lives as long as the scope.
 const tempDatabase = Effect.acquireRelease(
@@ -28,9 +35,12 @@ const tempDatabase = Effect.acquireRelease(
   (database) => Effect.promise(() => database.drop())
 )
 
+// The stores over the storage adapters.
+const stores = storesOver(Layer.merge(MariaDbSubscriptionStore, MariaDbTransferStore))
+
 // The storage adapters over their own pool on `url`, migrations run first (a second pool finds them done).
 const storesOn = (url: string): Layer.Layer<SubscriptionStore | TransferStore | SqlClient, unknown> =>
-  Layer.merge(MariaDbSubscriptionStore, MariaDbTransferStore).pipe(
+  stores.pipe(
     Layer.provide(EventViewsLive),
     Layer.provide(Layer.effectDiscard(runMigrations)),
     Layer.provideMerge(MariaDbClient(Redacted.make(url)))
@@ -65,13 +75,15 @@ const emptied = Effect.flatMap(
       Effect.zipRight(sql`UPDATE feeds SET deleted_at = NULL, title = 'Newsletter'`)
     )
 )
-const tempStores = (): Layer.Layer<SubscriptionStore | TransferStore | SqlClient, unknown> =>
+// `layer` (stores, webhook store, rate limit store) over a pool on this file's database, migrated and emptied.
+const onShared = <A, E>(layer: Layer.Layer<A, E, SqlClient | EventViews>): Layer.Layer<A | SqlClient, unknown> =>
   Layer.unwrapEffect(Effect.map(shared, (database) =>
-    Layer.merge(MariaDbSubscriptionStore, MariaDbTransferStore).pipe(
+    layer.pipe(
       Layer.provide(EventViewsLive),
       Layer.provide(Layer.effectDiscard(Effect.zipRight(runMigrations, emptied))),
       Layer.provideMerge(MariaDbClient(Redacted.make(database.url)))
     )))
+const tempStores = (): Layer.Layer<SubscriptionStore | TransferStore | SqlClient, unknown> => onShared(stores)
 
 const countRows = (table: "subscriptions" | "mail_outbox" | "transfers" | "idempotency_keys") =>
   Effect.flatMap(SqlClient, (sql) => sql<{ n: unknown }>`SELECT count(*) AS n FROM ${sql(table)}`).pipe(
@@ -99,8 +111,10 @@ const transfer = (client: ClientId, id: string, reference: string, amount: bigin
 describe.skipIf(!mariadbEnabled)(
   `MariaDB storage${mariadbEnabled ? "" : ` (skipped: ${mariadbSkipReason})`}`,
   () => {
-    subscriptionStoreContract("MariaDB", tempStores)
-    transferStoreContract("MariaDB", tempStores)
+    subscriptionStoreContract("MariaDB", withSqlRawRows(tempStores))
+    transferStoreContract("MariaDB", withSqlRawRows(tempStores))
+    webhookStoreContract("MariaDB", () => onShared(Layer.merge(stores, MariaDbWebhookStore)))
+    rateLimiterStoreContract("MariaDB", () => onShared(MariaDbRateLimiterStore))
 
     layer(tempStores())("MariaDB columns", (it) => {
       it.effect("amounts are exact BIGINTs, times BIGINT milliseconds, keys compared byte for byte", () =>

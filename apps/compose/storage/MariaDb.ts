@@ -5,6 +5,7 @@ import { layer as MariaDbSubscriptionStore } from "../../../adapters/mariadb/Mar
 import { layer as MariaDbTransferStore } from "../../../adapters/mariadb/MariaDbTransferStore.ts"
 import { layer as MariaDbWebhookStore } from "../../../adapters/mariadb/MariaDbWebhookStore.ts"
 import { runMigrations } from "../../../adapters/sql/Migrations.ts"
+import { storesOver } from "../../../core/shared/Stores.ts"
 import { EventViewsLive } from "../../http/EventViewsLive.ts"
 import type { StorageAdapter } from "../Storage.ts"
 
@@ -13,7 +14,11 @@ export const MariaDb: StorageAdapter = {
   accepts: (url) => /^(mysql|mariadb):\/\//.test(url),
   shared: true,
   layer: (url) =>
-    Layer.mergeAll(MariaDbSubscriptionStore, MariaDbTransferStore, MariaDbWebhookStore, MariaDbRateLimiterStore).pipe(
+    Layer.mergeAll(
+      storesOver(Layer.merge(MariaDbSubscriptionStore, MariaDbTransferStore)),
+      MariaDbWebhookStore,
+      MariaDbRateLimiterStore
+    ).pipe(
       Layer.provide(EventViewsLive),
       Layer.provideMerge(Layer.effectDiscard(runMigrations)),
       Layer.provideMerge(MariaDbClient(Redacted.make(url)))
