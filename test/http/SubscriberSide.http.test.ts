@@ -189,6 +189,8 @@ const seed = async (feed: string, count: number) => {
   if (app.onMariaDb) {
     const client = await mysql.createConnection({ uri: app.databaseUrl })
     try {
+      // MariaDB stops a recursive CTE after max_recursive_iterations rows (1000 on some installs).
+      await client.query(`SET SESSION max_recursive_iterations = ${count + 1}`)
       await client.query(
         `INSERT INTO subscriptions (email, email_key, name, feed, status, created_at, updated_at)
         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${count})
