@@ -7,6 +7,7 @@ import {
   answerColumns,
   KeyColumns,
   type KeyRow,
+  listTransfers,
   outcomeRow,
   toKeyRecord,
   toTransfer,
@@ -105,21 +106,7 @@ export const make = Effect.gen(function*() {
       ),
     get: (client, id) => transferWhere(client, "id", id),
     byReference: (client, reference) => transferWhere(client, "reference", reference),
-    list: (client, query) =>
-      Effect.gen(function*() {
-        const [after] = query.startingAfter === undefined ? [] : yield* sql<{ created_at: unknown; id: string }>`
-          SELECT created_at, id FROM transfers WHERE client_id = ${client} AND id = ${query.startingAfter}`
-        const rows = yield* sql<TransferRow>`SELECT ${columns} FROM transfers WHERE ${
-          sql.and([
-            sql`client_id = ${client}`,
-            ...(query.reference === undefined ? [] : [sql`reference = ${query.reference}`]),
-            ...(after !== undefined
-              ? [sql`(created_at < ${after.created_at} OR (created_at = ${after.created_at} AND id < ${after.id}))`]
-              : [])
-          ])
-        } ORDER BY created_at DESC, id DESC LIMIT ${query.limit + 1}`
-        return { data: rows.slice(0, query.limit).map(toTransfer), hasMore: rows.length > query.limit }
-      }).pipe(Effect.orDie),
+    list: listTransfers(sql, TransferColumns),
     // Leased with SKIP LOCKED: instances claiming at once take disjoint transfers, and a leased one is not due.
     // Read in the index's order, so a claim locks the rows it takes and no more (a sort would lock every due row).
     claimUnsettled: (now, pendingBefore, leaseUntil, limit) =>

@@ -8,6 +8,7 @@ import {
   answerColumns,
   KeyColumns,
   type KeyRow,
+  listTransfers,
   outcomeRow,
   toKeyRecord,
   toTransfer,
@@ -132,7 +133,6 @@ const statements: Statements<TransferTx> = {
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient
   const direct = yield* PgDirect
-  const columns = sql.literal(TransferColumns)
   const transferWhere = (byWhat: typeof transferById, client: ClientId, value: string) =>
     direct.query<TransferRow>(byWhat, [client, value]).pipe(Effect.map((rows) => first(rows, toTransfer)), Effect.orDie)
 
@@ -151,21 +151,7 @@ export const make = Effect.gen(function*() {
       Effect.orDie(Effect.map(direct.query<KeyRow>(keyRecord, [client, key]), (rows) => first(rows, toKeyRecord))),
     get: (client, id) => transferWhere(transferById, client, id),
     byReference: (client, reference) => transferWhere(transferByReference, client, reference),
-    list: (client, query) =>
-      Effect.gen(function*() {
-        const [after] = query.startingAfter === undefined ? [] : yield* sql<{ created_at: unknown; id: string }>`
-          SELECT created_at, id FROM transfers WHERE client_id = ${client} AND id = ${query.startingAfter}`
-        const rows = yield* sql<TransferRow>`SELECT ${columns} FROM transfers WHERE ${
-          sql.and([
-            sql`client_id = ${client}`,
-            ...(query.reference === undefined ? [] : [sql`reference = ${query.reference}`]),
-            ...(after !== undefined
-              ? [sql`(created_at < ${after.created_at} OR (created_at = ${after.created_at} AND id < ${after.id}))`]
-              : [])
-          ])
-        } ORDER BY created_at DESC, id DESC LIMIT ${query.limit + 1}`
-        return { data: rows.slice(0, query.limit).map(toTransfer), hasMore: rows.length > query.limit }
-      }).pipe(Effect.orDie),
+    list: listTransfers(sql, TransferColumns),
     claimUnsettled: (now, pendingBefore, leaseUntil, limit) =>
       direct.query<TransferRow & { reconcile_attempts: number }>(claimUnsettled, [
         ms(now),

@@ -1,12 +1,14 @@
-import { DateTime } from "effect"
+import type { SqlClient } from "@effect/sql/SqlClient"
+import { DateTime, Effect } from "effect"
 import type { CardBrand } from "../../core/payments/Card.ts"
 import type { CardErrorCode } from "../../core/payments/CardNetwork.ts"
 import type { CurrencyCode } from "../../core/payments/Currency.ts"
 import { KeptAnswer, type KeyRecord, type RequestHash } from "../../core/payments/Idempotency.ts"
 import { type ClientId, type Reference, Transfer, type TransferId } from "../../core/payments/Transfer.ts"
+import type { TransferStorageShape } from "../../core/payments/TransferStorage.ts"
 import { millisOf } from "./Dialect.ts"
 
-// Rows of the transfer tables and their mapping to the domain, shared by the PostgreSQL and SQLite stores.
+// Rows of the transfer tables and their mapping to the domain, shared by the SQLite, PostgreSQL and MariaDB stores.
 
 export interface TransferRow {
   readonly id: string
@@ -146,3 +148,21 @@ export const answerColumns = (answer: KeptAnswer) =>
   answer._tag === "TransferMade"
     ? ["transfer_made", answer.transferId] as const
     : ["reference_taken", answer.existing] as const
+
+// A client's transfers, newest first, a page after `startingAfter`, through @effect/sql: the PostgreSQL and
+// MariaDB stores' `list` (SQLite's is a prepared statement on its direct path), with each database's columns.
+export const listTransfers = (sql: SqlClient, columns: string): TransferStorageShape["list"] => (client, query) =>
+  Effect.gen(function*() {
+    const [after] = query.startingAfter === undefined ? [] : yield* sql<{ created_at: unknown; id: string }>`
+      SELECT created_at, id FROM transfers WHERE client_id = ${client} AND id = ${query.startingAfter}`
+    const rows = yield* sql<TransferRow>`SELECT ${sql.literal(columns)} FROM transfers WHERE ${
+      sql.and([
+        sql`client_id = ${client}`,
+        ...(query.reference === undefined ? [] : [sql`reference = ${query.reference}`]),
+        ...(after !== undefined
+          ? [sql`(created_at < ${after.created_at} OR (created_at = ${after.created_at} AND id < ${after.id}))`]
+          : [])
+      ])
+    } ORDER BY created_at DESC, id DESC LIMIT ${query.limit + 1}`
+    return { data: rows.slice(0, query.limit).map(toTransfer), hasMore: rows.length > query.limit }
+  }).pipe(Effect.orDie)
