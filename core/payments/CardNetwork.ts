@@ -1,6 +1,7 @@
 import { Context, type Effect, type Option, type Redacted, Schema } from "effect"
 import type { Expiry } from "./Card.ts"
 import type { CurrencyCode } from "./Currency.ts"
+import type { RefundOutcome } from "./Refund.ts"
 
 export const CardErrorCode = Schema.Literal(
   "card_declined",
@@ -60,6 +61,20 @@ export type AuthorizationLookup =
   | { readonly _tag: "Undecided" }
   | { readonly _tag: "NotFound" }
 
+// A refund of (part of) an approved transfer, named by our refund id: a processor that supports idempotency
+// uses it so a retried call cannot refund twice. The transfer's authorization code names the charge.
+export interface RefundRequest {
+  readonly refundId: string
+  readonly transferId: string
+  readonly authorizationCode: string
+  readonly amount: bigint
+  readonly currency: CurrencyCode
+}
+
+// What the network says about a refund id it was (maybe) asked to make: its answer, still undecided, or never
+// received (nothing moved).
+export type RefundLookup = RefundOutcome | { readonly _tag: "Undecided" } | { readonly _tag: "NotFound" }
+
 // Every call is bounded in time by the adapter itself, even when it runs in an uninterruptible region: the
 // core holds a reservation across `authorize` and must get an answer or a failure back. And a call is not cut
 // short by its caller's interruption (a client hanging up): an adapter whose call must stay interruptible for
@@ -69,6 +84,12 @@ export interface CardNetworkShape {
     request: AuthorizationRequest
   ) => Effect.Effect<Authorization, CardNetworkUnavailable | CardNetworkOutcomeUnknown>
   readonly lookup: (transferId: string) => Effect.Effect<AuthorizationLookup, CardNetworkUnavailable>
+  // The same two calls for refunds, with the same failures: unavailable (nothing moved), or the outcome
+  // unknown (the refund is reconciled by lookupRefund).
+  readonly refund: (
+    request: RefundRequest
+  ) => Effect.Effect<RefundOutcome, CardNetworkUnavailable | CardNetworkOutcomeUnknown>
+  readonly lookupRefund: (refundId: string) => Effect.Effect<RefundLookup, CardNetworkUnavailable>
 }
 
 export class CardNetwork extends Context.Tag("CardNetwork")<CardNetwork, CardNetworkShape>() {}

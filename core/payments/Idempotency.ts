@@ -1,6 +1,7 @@
 import { Data, DateTime, Duration, Redacted, Schema } from "effect"
 import { formatAccountUri, formatAuthenticationValue } from "./Card.ts"
 import type { CardFingerprintsShape } from "./CardFingerprints.ts"
+import type { RefundId, RefundRequest } from "./Refund.ts"
 import type { PaymentTransferRequest, TransferId } from "./Transfer.ts"
 
 // Idempotency-Key rules, in one place: how a request is recognised as the same one again (its hash), how long
@@ -62,12 +63,24 @@ const canonicalRequest = (r: PaymentTransferRequest): string =>
 export const requestHash = (fingerprints: CardFingerprintsShape, request: PaymentTransferRequest): RequestHash =>
   RequestHash.make(fingerprints.of(Redacted.make(canonicalRequest(request))))
 
+// A refund request's hash: the transfer it refunds and its parameters, canonical, in a shape no transfer
+// request has, so that a key sent with a transfer and then a refund is a mismatch. Keyed like the transfers'.
+export const refundRequestHash = (
+  fingerprints: CardFingerprintsShape,
+  transfer: TransferId,
+  request: RefundRequest
+): RequestHash =>
+  RequestHash.make(
+    fingerprints.of(Redacted.make(canonicalJson({ refund: { ...request, transfer } })))
+  )
+
 // The lasting answer a key keeps, as domain facts: the transfer its first request made (approved, declined,
 // or `unknown` until reconciled: a replay shows its state then), or the transfer that already held the
-// reference. Replays are rendered again from these.
+// reference, or the refund its first request made. Replays are rendered again from these.
 export type KeptAnswer = Data.TaggedEnum<{
   TransferMade: { readonly transferId: TransferId }
   ReferenceTaken: { readonly existing: TransferId }
+  RefundMade: { readonly refundId: RefundId }
 }>
 export const KeptAnswer = Data.taggedEnum<KeptAnswer>()
 

@@ -3,19 +3,26 @@ import { retryDelay } from "../shared/Backoff.ts"
 import { makeStorageBackoff } from "../shared/StorageBackoff.ts"
 import { CardNetwork } from "./CardNetwork.ts"
 import { ReconcileSettings } from "./ReconcileSettings.ts"
+import { refundOutcomeUnknown, settledRefund } from "./Refund.ts"
+import { RefundStore } from "./RefundStore.ts"
 import { outcomeUnknown, reconciled } from "./Transfer.ts"
+import type { UnsettledRefund } from "./TransferStorage.ts"
 import { TransferStore, type Unsettled } from "./TransferStore.ts"
 
-// Settles what no request could: `unknown` transfers, and `pending` ones whose request died between reserving
-// and settling. It is state in the database (the transfer's status and its next attempt), so it survives
+// Settles what no request could: `unknown` transfers and refunds, and `pending` ones whose request died
+// between reserving and settling. It is state in the database (the transfer's status and its next attempt), so it survives
 // restarts and runs on every instance; the store leases each transfer to one of them at a time.
 const BatchSize = 8
 
 export class Reconciler extends Effect.Service<Reconciler>()("Reconciler", {
   effect: Effect.gen(function*() {
     const store = yield* TransferStore
+    const refunds = yield* RefundStore
     const network = yield* CardNetwork
     const settings = yield* ReconcileSettings
+    // Capped, jittered backoff; never given up: the money is somewhere.
+    const later = (attempts: number) =>
+      Effect.map(Random.next, (random) => Duration.min(retryDelay(attempts + 1, random), settings.maxDelay))
 
     const reconcile = ({ attempts, transfer }: Unsettled) =>
       Effect.gen(function*() {
@@ -29,8 +36,7 @@ export class Reconciler extends Effect.Service<Reconciler>()("Reconciler", {
           yield* store.settle(reconciled(unknown, answer, now))
           return yield* Effect.logInfo("transfer reconciled", { transfer: unknown.id, outcome: answer._tag })
         }
-        // Capped, jittered backoff; never given up: the money is somewhere.
-        const delay = Duration.min(retryDelay(attempts + 1, yield* Random.next), settings.maxDelay)
+        const delay = yield* later(attempts)
         yield* store.reconcileLater(unknown.id, attempts + 1, DateTime.addDuration(now, delay))
         yield* Effect.logWarning("transfer outcome still unknown", {
           transfer: unknown.id,
@@ -39,17 +45,39 @@ export class Reconciler extends Effect.Service<Reconciler>()("Reconciler", {
         })
       })
 
-    // One pass over what is due; answers how many transfers it took.
+    // The same for a refund: a pending one whose request died is `unknown` first (its refund.created), then
+    // final once the network answers (refund.updated). One the network never received failed: nothing moved.
+    const reconcileRefund = ({ attempts, refund }: UnsettledRefund) =>
+      Effect.gen(function*() {
+        const unknown = refund.status === "pending" ? refundOutcomeUnknown(refund) : refund
+        if (refund.status === "pending") yield* refunds.settle(unknown, "pending")
+        const asked = yield* Effect.either(network.lookupRefund(unknown.id))
+        const now = yield* DateTime.now
+        if (Either.isRight(asked) && asked.right._tag !== "Undecided") {
+          const answer = asked.right
+          const outcome = answer._tag === "NotFound" ? { _tag: "Failed" as const, reason: "unknown" as const } : answer
+          yield* refunds.settle(settledRefund(unknown, outcome, now), "unknown")
+          return yield* Effect.logInfo("refund reconciled", { refund: unknown.id, outcome: answer._tag })
+        }
+        const delay = yield* later(attempts)
+        yield* refunds.reconcileLater(unknown.id, attempts + 1, DateTime.addDuration(now, delay))
+        yield* Effect.logWarning("refund outcome still unknown", {
+          refund: unknown.id,
+          attempts: attempts + 1,
+          reason: Either.isLeft(asked) ? asked.left.reason : "the network has not decided"
+        })
+      })
+
+    // One pass over what is due; answers how many transfers and refunds it took.
     const reconcileDue = Effect.gen(function*() {
       const now = yield* DateTime.now
-      const due = yield* store.claimUnsettled(
-        now,
-        DateTime.subtractDuration(now, settings.pendingLease),
-        DateTime.addDuration(now, settings.claimLease),
-        BatchSize
-      )
+      const pendingBefore = DateTime.subtractDuration(now, settings.pendingLease)
+      const leaseUntil = DateTime.addDuration(now, settings.claimLease)
+      const due = yield* store.claimUnsettled(now, pendingBefore, leaseUntil, BatchSize)
       yield* Effect.forEach(due, reconcile, { concurrency: BatchSize, discard: true })
-      return due.length
+      const dueRefunds = yield* refunds.claimUnsettled(now, pendingBefore, leaseUntil, BatchSize)
+      yield* Effect.forEach(dueRefunds, reconcileRefund, { concurrency: BatchSize, discard: true })
+      return Math.max(due.length, dueRefunds.length)
     })
 
     const backoff = makeStorageBackoff("reconciler")

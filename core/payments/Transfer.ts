@@ -94,6 +94,8 @@ export class Transfer extends Schema.Class<Transfer>("Transfer")({
   clientId: ClientId,
   reference: Reference,
   amount: Schema.BigIntFromSelf,
+  // What its refunds took back, net of the failed ones (core/payments/Refund.ts): pending, unknown and succeeded.
+  amountRefunded: Schema.optionalWith(Schema.BigIntFromSelf, { default: () => 0n }),
   currency: CurrencyCode,
   status: TransferStatus,
   sender: Schema.Struct({

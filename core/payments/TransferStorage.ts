@@ -1,10 +1,17 @@
 import { Context, type DateTime, type Effect, type Option } from "effect"
 import type { EventTx } from "../webhooks/Events.ts"
 import type { IdempotencyKey, KeptAnswer, KeyClaim, KeyRecord, RequestHash } from "./Idempotency.ts"
+import type { Refund, RefundId, RefundStatus } from "./Refund.ts"
 import type { ClientId, Reference, Transfer, TransferId, TransferStatus } from "./Transfer.ts"
 import type { ApiClient, Balance, Unsettled } from "./TransferStore.ts"
 
-// The port a database implements for clients, transfers and idempotency keys: statements and row mapping
+export interface UnsettledRefund {
+  readonly refund: Refund
+  // How often the network has been asked about it so far.
+  readonly attempts: number
+}
+
+// The port a database implements for clients, transfers, refunds and idempotency keys: statements and row mapping
 // only. Every rule (a key starts, replays, mismatches or is in progress; a reference is taken; which outcome
 // may replace which; which keys an outcome answers; which events it emits) is decided in core/payments/TransferStore.ts,
 // once, for every database. Where a decision needs the rows as they are, core runs it inside `transact`: one
@@ -26,8 +33,8 @@ export interface TransferTx extends EventTx {
   readonly restartKey: (client: ClientId, claim: KeyClaim, now: DateTime.Utc) => Effect.Effect<void>
   // Writes the answer onto the key if it has none.
   readonly keepAnswer: (client: ClientId, key: IdempotencyKey, answer: KeptAnswer) => Effect.Effect<void>
-  // Answers every key of the client with this request hash and no answer with TransferMade(transfer).
-  readonly answerWaitingKeys: (client: ClientId, hash: RequestHash, transfer: TransferId) => Effect.Effect<void>
+  // Answers every key of the client with this request hash and no answer with `answer`.
+  readonly answerWaitingKeys: (client: ClientId, hash: RequestHash, answer: KeptAnswer) => Effect.Effect<void>
   // Deletes the key if it has no answer.
   readonly releaseKey: (client: ClientId, key: IdempotencyKey) => Effect.Effect<void>
   // Inserts the transfer unless its client has its reference; true if it did.
@@ -38,6 +45,16 @@ export interface TransferTx extends EventTx {
   readonly updateOutcome: (transfer: Transfer, from: ReadonlyArray<TransferStatus>) => Effect.Effect<boolean>
   // Deletes the transfer if its stored status is `status`.
   readonly deleteTransfer: (id: TransferId, status: TransferStatus) => Effect.Effect<void>
+  // The client's transfer as stored, locked until the transaction ends (its refunds are decided under it).
+  readonly lockTransfer: (client: ClientId, id: TransferId) => Effect.Effect<Option.Option<Transfer>>
+  // Writes the transfer's amount refunded as `to` if it is `from`; true if it did.
+  readonly updateRefunded: (id: TransferId, from: bigint, to: bigint) => Effect.Effect<boolean>
+  readonly insertRefund: (refund: Refund) => Effect.Effect<void>
+  // Writes the refund's status, failure reason and reconciled time, and ends its reconciliation lease, if its
+  // stored status is `from`; true if it did.
+  readonly updateRefundOutcome: (refund: Refund, from: RefundStatus) => Effect.Effect<boolean>
+  // Deletes the refund if its stored status is `status`; true if it did.
+  readonly deleteRefund: (id: RefundId, status: RefundStatus) => Effect.Effect<boolean>
 }
 
 export interface TransferStorageShape extends TransferTx {
@@ -57,7 +74,8 @@ export interface TransferStorageShape extends TransferTx {
     client: ClientId,
     query: { readonly reference?: Reference; readonly limit: number; readonly startingAfter?: TransferId }
   ) => Effect.Effect<{ readonly data: ReadonlyArray<Transfer>; readonly hasMore: boolean }>
-  // Sums of `approved` transfers per recipient merchant and currency, exact, ordered by both.
+  // Sums of `approved` transfers net of their amount refunded, per recipient merchant and currency, exact,
+  // ordered by both.
   readonly balance: (client: ClientId) => Effect.Effect<ReadonlyArray<Balance>>
   // Leases up to `limit` transfers, oldest first, until `leaseUntil`: `unknown` ones and `pending` ones
   // created at or before `pendingBefore`, whose lease is unset or over at `now`. Concurrent callers never get
@@ -70,6 +88,22 @@ export interface TransferStorageShape extends TransferTx {
   ) => Effect.Effect<ReadonlyArray<Unsettled>>
   // Writes the attempts and the next lease end of a transfer still `pending` or `unknown`.
   readonly reconcileLater: (id: TransferId, attempts: number, next: DateTime.Utc) => Effect.Effect<void>
+  readonly getRefund: (client: ClientId, id: RefundId) => Effect.Effect<Option.Option<Refund>>
+  // A transfer's refunds, newest first by created time, then id, as `list` pages transfers.
+  readonly listRefunds: (
+    client: ClientId,
+    transfer: TransferId,
+    query: { readonly limit: number; readonly startingAfter?: RefundId }
+  ) => Effect.Effect<{ readonly data: ReadonlyArray<Refund>; readonly hasMore: boolean }>
+  // claimUnsettled and reconcileLater for refunds: `unknown` ones and `pending` ones created at or before
+  // `pendingBefore`, leased to one caller at a time.
+  readonly claimUnsettledRefunds: (
+    now: DateTime.Utc,
+    pendingBefore: DateTime.Utc,
+    leaseUntil: DateTime.Utc,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<UnsettledRefund>>
+  readonly reconcileRefundLater: (id: RefundId, attempts: number, next: DateTime.Utc) => Effect.Effect<void>
   // Deletes up to `limit` keys started before `before`; answers how many.
   readonly pruneKeys: (before: DateTime.Utc, limit: number) => Effect.Effect<number>
 }

@@ -101,7 +101,7 @@ const started = IdempotencyStart.Started()
 
 // Starts the key in `tx`: inserted if new (the primary key decides between concurrent first requests), else
 // judged as stored, under the lock, and rewritten when it starts again.
-const startKey = (
+export const startKey = (
   tx: TransferTx,
   client: ClientId,
   claim: KeyClaim,
@@ -176,7 +176,11 @@ export const make = Effect.gen(function*() {
           if (key !== undefined) {
             yield* tx.keepAnswer(t.clientId, key, KeptAnswer.TransferMade({ transferId: t.id }))
           } else if (answersWaitingKeys(t)) {
-            yield* tx.answerWaitingKeys(t.clientId, t.requestHash as RequestHash, t.id)
+            yield* tx.answerWaitingKeys(
+              t.clientId,
+              t.requestHash as RequestHash,
+              KeptAnswer.TransferMade({ transferId: t.id })
+            )
           }
         })
       ))

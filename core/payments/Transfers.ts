@@ -194,7 +194,9 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
             replayed: true
           })),
         ReferenceTaken: ({ existing }) =>
-          Effect.succeed({ answer: Answer.ReferenceTaken({ existing }), requestId, replayed: true })
+          Effect.succeed({ answer: Answer.ReferenceTaken({ existing }), requestId, replayed: true }),
+        // The key's first request was a refund (its hash has another shape, so decideStart never gets here).
+        RefundMade: () => Effect.die(new IdempotencyKeyReused())
       })
 
     return {

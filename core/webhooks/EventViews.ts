@@ -1,4 +1,5 @@
 import { Context } from "effect"
+import type { Refund } from "../payments/Refund.ts"
 import type { Transfer } from "../payments/Transfer.ts"
 import type { Subscription } from "../subscriptions/Subscription.ts"
 
@@ -6,6 +7,7 @@ import type { Subscription } from "../subscriptions/Subscription.ts"
 // which write events in the transactions that cause them, take them through this port.
 export interface EventViewsShape {
   readonly transfer: (transfer: Transfer) => unknown
+  readonly refund: (refund: Refund) => unknown
   readonly subscription: (subscription: Subscription) => unknown
 }
 

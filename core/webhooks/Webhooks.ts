@@ -1,11 +1,13 @@
 import { Context, DateTime, type Effect, type Option, Schema } from "effect"
 
-// The events a webhook endpoint can ask for. A merchant's key owns its client's transfer.* events; the admin
-// key owns subscription.* events. No owner sees another's.
+// The events a webhook endpoint can ask for. A merchant's key owns its client's transfer.* and refund.* events;
+// the admin key owns subscription.* events. No owner sees another's.
 export const EventType = Schema.Literal(
   "transfer.unknown",
   "transfer.approved",
   "transfer.declined",
+  "refund.created",
+  "refund.updated",
   "subscription.confirmed",
   "subscription.unsubscribed"
 )
@@ -16,7 +18,7 @@ export const AdminOwner = "admin"
 export type Owner = string
 
 export const ownerTypes = (owner: Owner): ReadonlyArray<EventType> =>
-  eventTypes.filter((t) => t.startsWith(owner === AdminOwner ? "subscription." : "transfer."))
+  eventTypes.filter((t) => t.startsWith("subscription.") === (owner === AdminOwner))
 
 export const EventId = Schema.String.pipe(Schema.pattern(/^evt_[0-9A-Za-z]{24}$/), Schema.brand("EventId"))
 export type EventId = typeof EventId.Type
