@@ -1,5 +1,6 @@
 import { Context, DateTime, Effect, Exit, Layer } from "effect"
 import type { KeyRecord } from "../../core/payments/Idempotency.ts"
+import type { Refund } from "../../core/payments/Refund.ts"
 import type { Transfer } from "../../core/payments/Transfer.ts"
 import type { ApiClient } from "../../core/payments/TransferStore.ts"
 import { DefaultFeed, Feed } from "../../core/subscriptions/Feed.ts"
@@ -19,6 +20,7 @@ export interface Tables {
     { readonly transfer: Transfer; readonly reconcileAt?: DateTime.Utc; readonly attempts: number }
   >
   keys: Map<string, KeyRecord & { readonly client: string }>
+  refunds: Map<string, { readonly refund: Refund; readonly reconcileAt?: DateTime.Utc; readonly attempts: number }>
   feeds: Map<string, { readonly feed: Feed; readonly deletedAt?: DateTime.Utc }>
   subscriptions: Map<number, { readonly subscription: Subscription; readonly emailKey: string }>
   tokens: Map<string, {
@@ -62,6 +64,7 @@ const copy = (t: Tables): Tables => ({
   clients: new Map(t.clients),
   transfers: new Map(t.transfers),
   keys: new Map(t.keys),
+  refunds: new Map(t.refunds),
   feeds: new Map(t.feeds),
   subscriptions: new Map(t.subscriptions),
   tokens: new Map(t.tokens),
@@ -81,6 +84,7 @@ export const layer = Layer.effect(
       clients: new Map(),
       transfers: new Map(),
       keys: new Map(),
+      refunds: new Map(),
       feeds: new Map([[DefaultFeed, {
         feed: new Feed({ name: DefaultFeed, title: "Newsletter", createdAt: now, updatedAt: now })
       }]]),

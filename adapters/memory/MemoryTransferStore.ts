@@ -1,6 +1,5 @@
 import { Effect, Layer, Option } from "effect"
 import type { CurrencyCode } from "../../core/payments/Currency.ts"
-import { KeptAnswer } from "../../core/payments/Idempotency.ts"
 import { type ClientId, Transfer } from "../../core/payments/Transfer.ts"
 import { TransferStorage, type TransferTx } from "../../core/payments/TransferStorage.ts"
 import {
@@ -13,6 +12,7 @@ import {
   unitOfWork
 } from "./MemoryDatabase.ts"
 import { memoryEventStatements } from "./MemoryEvents.ts"
+import { memoryRefundReads, memoryRefundStatements } from "./MemoryRefunds.ts"
 
 // The transfer storage in memory: the same port as the databases', over MemoryDatabase's tables, with the
 // same uniqueness (a client's reference, a client's key) checked where the databases have constraints.
@@ -23,6 +23,7 @@ const holder = (t: Tables, client: string, reference: string) =>
 
 const statements: Statements<TransferTx> = {
   ...memoryEventStatements,
+  ...memoryRefundStatements,
   insertKey: (t, client, claim, now) => {
     if (t.keys.has(keyOf(client, claim.key))) return false
     t.keys.set(keyOf(client, claim.key), {
@@ -49,10 +50,10 @@ const statements: Statements<TransferTx> = {
     const record = t.keys.get(keyOf(client, key))
     if (record !== undefined && record.answer === undefined) t.keys.set(keyOf(client, key), { ...record, answer })
   },
-  answerWaitingKeys: (t, client, hash, transferId) => {
+  answerWaitingKeys: (t, client, hash, answer) => {
     for (const [k, record] of t.keys) {
       if (record.client === client && record.requestHash === hash && record.answer === undefined) {
-        t.keys.set(k, { ...record, answer: KeptAnswer.TransferMade({ transferId }) })
+        t.keys.set(k, { ...record, answer })
       }
     }
   },
@@ -96,6 +97,7 @@ export const layer = Layer.effect(
       [...t.transfers.values()].map((r) => r.transfer).filter((x) => x.clientId === client)
     return TransferStorage.of({
       ...unitOfWork<TransferTx>(db, statements),
+      ...memoryRefundReads(t, read),
       createClient: (client, keyHash, now) =>
         read(() => {
           if ([...t.clients.values()].some((c) => c.keyHash === keyHash) || t.clients.has(client.id)) {
@@ -135,7 +137,7 @@ export const layer = Layer.effect(
             if (x.status !== "approved") continue
             const k = `${x.recipient.merchant_id}\u0000${x.currency}`
             const sum = sums.get(k) ?? { merchantId: x.recipient.merchant_id, currency: x.currency, amount: 0n }
-            sums.set(k, { ...sum, amount: sum.amount + x.amount })
+            sums.set(k, { ...sum, amount: sum.amount + x.amount - x.amountRefunded })
           }
           return [...sums.values()].sort((a, b) =>
             a.merchantId < b.merchantId ? -1 : a.merchantId > b.merchantId ? 1 : a.currency < b.currency ? -1 : 1

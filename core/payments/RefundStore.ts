@@ -3,16 +3,22 @@ import { randomId } from "../shared/RandomId.ts"
 import { emit, newEvent } from "../webhooks/Events.ts"
 import { EventViews } from "../webhooks/EventViews.ts"
 import type { EventId } from "../webhooks/Webhooks.ts"
-import { type IdempotencyKey, type IdempotencyStart, KeptAnswer, type KeyClaim, type RequestHash } from "./Idempotency.ts"
+import {
+  type IdempotencyKey,
+  type IdempotencyStart,
+  KeptAnswer,
+  type KeyClaim,
+  type RequestHash
+} from "./Idempotency.ts"
 import {
   decideRefund,
   pendingRefund,
   type Refund,
+  refundAnswersWaitingKeys,
+  refundEventType,
   type RefundId,
   type RefundReason,
   type RefundRefused,
-  refundAnswersWaitingKeys,
-  refundEventType,
   type RefundStatus
 } from "./Refund.ts"
 import type { ClientId, TransferId } from "./Transfer.ts"
@@ -102,25 +108,28 @@ export const make = Effect.gen(function*() {
     )
 
   const settle: RefundStoreShape["settle"] = (refund, from, key) =>
-    Effect.flatMap(Effect.zip(randomId("evt_"), DateTime.now), ([eventId, now]) =>
-      storage.transact((tx) =>
-        Effect.gen(function*() {
-          // A late request or a second reconciler changes nothing, and emits nothing.
-          if (yield* tx.updateRefundOutcome(refund, from)) {
-            if (refund.status === "failed") yield* moveRefunded(tx, refund, -refund.amount)
-            yield* emit(
-              tx,
-              newEvent(eventId as EventId, refundEventType(from), refund.clientId, views.refund(refund), now)
-            )
-          }
-          const answer = KeptAnswer.RefundMade({ refundId: refund.id })
-          if (key !== undefined) {
-            yield* tx.keepAnswer(refund.clientId, key, answer)
-          } else if (refundAnswersWaitingKeys(refund)) {
-            yield* tx.answerWaitingKeys(refund.clientId, refund.requestHash as RequestHash, answer)
-          }
-        })
-      ))
+    Effect.flatMap(
+      Effect.zip(randomId("evt_"), DateTime.now),
+      ([eventId, now]) =>
+        storage.transact((tx) =>
+          Effect.gen(function*() {
+            // A late request or a second reconciler changes nothing, and emits nothing.
+            if (yield* tx.updateRefundOutcome(refund, from)) {
+              if (refund.status === "failed") yield* moveRefunded(tx, refund, -refund.amount)
+              yield* emit(
+                tx,
+                newEvent(eventId as EventId, refundEventType(from), refund.clientId, views.refund(refund), now)
+              )
+            }
+            const answer = KeptAnswer.RefundMade({ refundId: refund.id })
+            if (key !== undefined) {
+              yield* tx.keepAnswer(refund.clientId, key, answer)
+            } else if (refundAnswersWaitingKeys(refund)) {
+              yield* tx.answerWaitingKeys(refund.clientId, refund.requestHash as RequestHash, answer)
+            }
+          })
+        )
+    )
 
   const cancel: RefundStoreShape["cancel"] = (refund) =>
     storage.transact((tx) =>

@@ -23,6 +23,7 @@ export const Fingerprints = Layer.succeed(CardFingerprints, {
 
 export const Views = Layer.succeed(EventViews, {
   transfer: (t) => ({ id: t.id, status: t.status }),
+  refund: (r) => ({ id: r.id, status: r.status, amount: String(r.amount) }),
   subscription: (s) => ({ id: s.id, status: s.status })
 })
 

@@ -112,7 +112,9 @@ const scriptedNetwork = (s: fc.Scheduler, outcomes: ReadonlyArray<Outcome>) => {
         }
         return decided!
       }),
-    lookup: (transferId) => later<AuthorizationLookup>(truth.get(transferId) ?? { _tag: "NotFound" })
+    lookup: (transferId) => later<AuthorizationLookup>(truth.get(transferId) ?? { _tag: "NotFound" }),
+    refund: () => Effect.dieMessage("no refunds here"),
+    lookupRefund: () => Effect.succeed({ _tag: "NotFound" as const })
   })
   return { layer, truth, charges }
 }
