@@ -8,7 +8,7 @@ import { millis, newestFirst, type Statements, type Tables } from "./MemoryDatab
 
 type RefundTx = Pick<
   TransferTx,
-  "lockTransfer" | "updateRefunded" | "insertRefund" | "updateRefundOutcome" | "deleteRefund"
+  "lockTransfer" | "updateRefunded" | "insertRefund" | "refundByKey" | "updateRefundOutcome" | "deleteRefund"
 >
 
 export const memoryRefundStatements: Statements<RefundTx> = {
@@ -27,6 +27,11 @@ export const memoryRefundStatements: Statements<RefundTx> = {
     if (t.refunds.has(refund.id)) throw new Error(`refund ${refund.id} exists`)
     t.refunds.set(refund.id, { refund, attempts: 0 })
   },
+  refundByKey: (t, client, key) =>
+    Option.fromNullable(
+      [...t.refunds.values()].map((r) => r.refund).filter((r) => r.clientId === client && r.idempotencyKey === key)
+        .sort(newestFirst((r) => r.createdAt))[0]
+    ),
   updateRefundOutcome: (t, outcome, from) => {
     const row = t.refunds.get(outcome.id)
     if (row === undefined || row.refund.status !== from) return false

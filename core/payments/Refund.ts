@@ -1,5 +1,6 @@
 import { DateTime, Either, Schema } from "effect"
 import { CurrencyCode } from "./Currency.ts"
+import { IdempotencyKey, keyExpired } from "./Idempotency.ts"
 import { formatAmount, parseAmount } from "./Money.ts"
 import { ClientId, type Transfer, TransferId } from "./Transfer.ts"
 
@@ -58,9 +59,9 @@ export class Refund extends Schema.Class<Refund>("Refund")({
   reason: Schema.optional(RefundReason),
   failureReason: Schema.optional(RefundFailureReason),
   createdAt: Schema.DateTimeUtcFromSelf,
-  // The keyed hash of the request that made it: the keys waiting for a request that died are answered with
-  // this refund once it is reconciled.
-  requestHash: Schema.optional(Schema.String),
+  // The Idempotency-Key of the request that made it: the key's answer is this refund, whether its request
+  // keeps it or the reconciler does (the request died), and a retry that takes the key over finds it.
+  idempotencyKey: Schema.optional(IdempotencyKey),
   // Set when the reconciler, not the request, settled it.
   reconciledAt: Schema.optional(Schema.DateTimeUtcFromSelf)
 }) {}
@@ -122,7 +123,7 @@ export const pendingRefund = (
   amount: bigint,
   reason: RefundReason | undefined,
   now: DateTime.Utc,
-  requestHash: string | undefined
+  idempotencyKey: IdempotencyKey | undefined
 ) =>
   new Refund({
     id,
@@ -133,7 +134,7 @@ export const pendingRefund = (
     status: "pending",
     ...(reason === undefined ? {} : { reason }),
     createdAt: now,
-    ...(requestHash === undefined ? {} : { requestHash })
+    ...(idempotencyKey === undefined ? {} : { idempotencyKey })
   }, true)
 
 // What the card network answers to a refund, or to a question about one.
@@ -151,9 +152,9 @@ export const settledRefund = (r: Refund, outcome: RefundOutcome, reconciledAt?: 
 
 export const refundOutcomeUnknown = (r: Refund) => new Refund({ ...r, status: "unknown" }, true)
 
-// An `unknown` or reconciled refund also answers the keys that waited for its request (same hash, no answer).
-export const refundAnswersWaitingKeys = (r: Refund): r is Refund & { readonly requestHash: string } =>
-  r.requestHash !== undefined && (r.status === "unknown" || r.reconciledAt !== undefined)
+// A refund is its key's answer: a request that takes the key over (its first request died, its lease ran
+// out) gets the refund that request made, unless the key has expired meanwhile (then it is no key).
+export const keyAnswersWith = (r: Refund, now: DateTime.Utc): boolean => !keyExpired(r.createdAt, now)
 
 // The refund's event when its state changes from `from`: created with its first answer, updated after.
 export const refundEventType = (from: RefundStatus) => from === "pending" ? "refund.created" : "refund.updated"

@@ -3,18 +3,12 @@ import { randomId } from "../shared/RandomId.ts"
 import { emit, newEvent } from "../webhooks/Events.ts"
 import { EventViews } from "../webhooks/EventViews.ts"
 import type { EventId } from "../webhooks/Webhooks.ts"
-import {
-  type IdempotencyKey,
-  type IdempotencyStart,
-  KeptAnswer,
-  type KeyClaim,
-  type RequestHash
-} from "./Idempotency.ts"
+import { IdempotencyStart, KeptAnswer, type KeyClaim } from "./Idempotency.ts"
 import {
   decideRefund,
+  keyAnswersWith,
   pendingRefund,
   type Refund,
-  refundAnswersWaitingKeys,
   refundEventType,
   type RefundId,
   type RefundReason,
@@ -42,7 +36,6 @@ export interface OpenRefund {
   readonly id: RefundId
   readonly amount: string | undefined
   readonly reason: RefundReason | undefined
-  readonly requestHash: RequestHash
   readonly claim: KeyClaim | undefined
 }
 
@@ -54,8 +47,9 @@ export interface RefundStoreShape {
   readonly open: (request: OpenRefund, now: DateTime.Utc) => Effect.Effect<Opening>
   // Writes the refund's new state (`unknown`, succeeded or failed) if it is still `from`, with its event; a
   // failed refund gives its amount back to its transfer, in the same transaction. Keeps it as the answer of
-  // `key`; without a key, of the keys waiting for its request.
-  readonly settle: (refund: Refund, from: RefundStatus, key?: IdempotencyKey) => Effect.Effect<void>
+  // the key it was made with, if that key has none yet: for the request, or for the reconciler when the
+  // request died.
+  readonly settle: (refund: Refund, from: RefundStatus) => Effect.Effect<void>
   // Gives a refund up when the network could not be asked: no refund was made, its amount is left again.
   readonly cancel: (refund: Refund) => Effect.Effect<void>
   readonly get: TransferStorageShape["getRefund"]
@@ -87,6 +81,15 @@ export const make = Effect.gen(function*() {
         if (request.claim !== undefined) {
           const start = yield* startKey(tx, request.client, request.claim, now)
           if (start._tag !== "Started") return Opening.KeyNotStarted({ start })
+          // Taken over from a request that died after making its refund: that refund is the key's answer.
+          const made = yield* tx.refundByKey(request.client, request.claim.key)
+          if (Option.isSome(made) && keyAnswersWith(made.value, now)) {
+            const answer = KeptAnswer.RefundMade({ refundId: made.value.id })
+            yield* tx.keepAnswer(request.client, request.claim.key, answer)
+            return Opening.KeyNotStarted({
+              start: IdempotencyStart.Replay({ answer, requestId: request.claim.requestId })
+            })
+          }
         }
         // Nothing is made: the key started for this request is given up in the same transaction.
         const none = (opening: Opening) =>
@@ -97,7 +100,7 @@ export const make = Effect.gen(function*() {
         if (Option.isNone(transfer)) return yield* none(Opening.NoTransfer())
         const amount = decideRefund(transfer.value, request.amount)
         if (Either.isLeft(amount)) return yield* none(Opening.Refused({ reason: amount.left }))
-        const refund = pendingRefund(transfer.value, request.id, amount.right, request.reason, now, request.requestHash)
+        const refund = pendingRefund(transfer.value, request.id, amount.right, request.reason, now, request.claim?.key)
         yield* tx.insertRefund(refund)
         const from = transfer.value.amountRefunded
         if (!(yield* tx.updateRefunded(transfer.value.id, from, from + refund.amount))) {
@@ -107,7 +110,7 @@ export const make = Effect.gen(function*() {
       })
     )
 
-  const settle: RefundStoreShape["settle"] = (refund, from, key) =>
+  const settle: RefundStoreShape["settle"] = (refund, from) =>
     Effect.flatMap(
       Effect.zip(randomId("evt_"), DateTime.now),
       ([eventId, now]) =>
@@ -121,11 +124,9 @@ export const make = Effect.gen(function*() {
                 newEvent(eventId as EventId, refundEventType(from), refund.clientId, views.refund(refund), now)
               )
             }
-            const answer = KeptAnswer.RefundMade({ refundId: refund.id })
-            if (key !== undefined) {
-              yield* tx.keepAnswer(refund.clientId, key, answer)
-            } else if (refundAnswersWaitingKeys(refund)) {
-              yield* tx.answerWaitingKeys(refund.clientId, refund.requestHash as RequestHash, answer)
+            if (refund.idempotencyKey !== undefined && refund.status !== "pending") {
+              const answer = KeptAnswer.RefundMade({ refundId: refund.id })
+              yield* tx.keepAnswer(refund.clientId, refund.idempotencyKey, answer)
             }
           })
         )

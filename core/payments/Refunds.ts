@@ -101,7 +101,6 @@ export class Refunds extends Effect.Service<Refunds>()("Refunds", {
           id,
           amount: request.amount,
           reason: request.reason,
-          requestHash: hash,
           claim
         }, now)
         switch (opening._tag) {
@@ -113,8 +112,7 @@ export class Refunds extends Effect.Service<Refunds>()("Refunds", {
             return yield* Effect.fail(opening.reason)
         }
         const pending = opening.refund
-        const answered = (r: Refund) =>
-          Effect.as(store.settle(r, "pending", key), { refund: r, requestId, replayed: false })
+        const answered = (r: Refund) => Effect.as(store.settle(r, "pending"), { refund: r, requestId, replayed: false })
         const asked = network.refund({
           refundId: pending.id,
           transferId: transfer,

@@ -50,6 +50,8 @@ export interface TransferTx extends EventTx {
   // Writes the transfer's amount refunded as `to` if it is `from`; true if it did.
   readonly updateRefunded: (id: TransferId, from: bigint, to: bigint) => Effect.Effect<boolean>
   readonly insertRefund: (refund: Refund) => Effect.Effect<void>
+  // The client's newest refund made with this Idempotency-Key, if any.
+  readonly refundByKey: (client: ClientId, key: IdempotencyKey) => Effect.Effect<Option.Option<Refund>>
   // Writes the refund's status, failure reason and reconciled time, and ends its reconciliation lease, if its
   // stored status is `from`; true if it did.
   readonly updateRefundOutcome: (refund: Refund, from: RefundStatus) => Effect.Effect<boolean>
