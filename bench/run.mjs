@@ -15,6 +15,8 @@
 //                           endpoint (e.g. --targets=service,service-hooks --scenarios=approved), or baseline:
 //                           the Node app of the checkout at BENCH_BASELINE, built there (a change against main;
 //                           baseline-hooks and, with --postgres, baseline-pg likewise)
+//   --soak[=S]              instead of the rounds: the memory budget over S seconds (600) of every scenario in
+//                           turn, on the Node app (and the Deno app with --deno): bench/soak.mjs
 //   --pin                   every target on the first CPU, this process (the load generator) and the sinks on
 //                           the others (taskset), so a webhook receiver does not share the service's core
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -64,13 +66,23 @@ const known = [
   "warmup",
   "scenarios",
   "targets",
-  "pin"
+  "pin",
+  "soak"
 ]
 for (const a of argv) {
   if (!known.includes(a.replace(/^--/, "").split("=")[0])) {
     console.error(`unknown option ${a}; options: ${known.map((k) => `--${k}`).join(" ")}`)
     process.exit(2)
   }
+}
+if (argv.some((a) => a === "--soak" || a.startsWith("--soak="))) {
+  const { soak } = await import("./soak.mjs")
+  const results = await soak({
+    seconds: Number(value("soak") ?? 600),
+    deno: flag("deno"),
+    connections: Number(value("connections") ?? 50)
+  })
+  process.exit(results.every((r) => r.flat && r.withinBudget && r.unexpected === 0) ? 0 : 1)
 }
 const quick = flag("quick")
 const options = {
