@@ -62,6 +62,7 @@ const tables = [
   "subscription_tokens",
   "subscriptions",
   "idempotency_keys",
+  "refunds",
   "transfers",
   "api_clients",
   "rate_limits",
