@@ -8186,7 +8186,7 @@ export interface operations {
                     readonly url: string;
                     /**
                      * maxItems(10)
-                     * @description Event types, or "*" for all of the key's: a merchant key's are transfer.*, the admin key's subscription.*; asking for another owner's is 400 parameter_invalid.
+                     * @description Event types, or "*" for all of the key's: a merchant key's are transfer.* and refund.*, the admin key's subscription.*; asking for another owner's is 400 parameter_invalid.
                      */
                     readonly enabled_events: readonly ("transfer.unknown" | "transfer.approved" | "transfer.declined" | "refund.created" | "refund.updated" | "subscription.confirmed" | "subscription.unsubscribed" | "*")[];
                 };
