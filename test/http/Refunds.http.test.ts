@@ -7,6 +7,7 @@ import {
   firstApiKey,
   MerchantApi,
   type Received,
+  reconcileEnv,
   transferBody,
   uniqueReference,
   unlimitedEnv
@@ -19,12 +20,13 @@ let app: AppProcess
 let api: MerchantApi
 let receiver: WebhookReceiver
 
-// The sandbox card whose refunds the network refuses: the charge is approved, every refund fails.
+// The sandbox cards whose charges are approved and whose refunds fail, or time out and then succeed.
 const RefundFailingCard = "4000000000005126"
+const RefundTimeoutCard = "4000000000007726"
 
 beforeAll(async () => {
   receiver = await WebhookReceiver.start()
-  app = await AppProcess.start({ env: { ...unlimitedEnv, ...webhookEnv } })
+  app = await AppProcess.start({ env: { ...unlimitedEnv, ...reconcileEnv, ...webhookEnv } })
   api = new MerchantApi(app.baseUrl, firstApiKey(app.output))
 })
 afterAll(async () => {
@@ -155,6 +157,42 @@ describe("refunds", () => {
     assertRefund(await as.refund(first, { amount: "4.00" }), first, "4.00")
     const { balances } = (await as.balance()).json
     assert.deepStrictEqual(balances, [{ merchant_id: "merchant_1", currency: "USD", amount: "16.00" }])
+  })
+})
+
+describe("a refund whose answer was lost", () => {
+  it("is 202 unknown and counts against the transfer, then is reconciled as succeeded (refund.updated)", async () => {
+    const as = await merchant("refund-unknown")
+    const registered = await as.request("POST", "/webhook_endpoints", {
+      body: JSON.stringify({ url: receiver.url, enabled_events: ["refund.created", "refund.updated"] }),
+      headers: { "content-type": "application/json" }
+    })
+    receiver.secret = registered.json.secret
+    const id = await approved(as, { sender_account_uri: accountUri(RefundTimeoutCard) })
+    const key = uniqueReference("unknown-key")
+    const accepted = await as.refund(id, { amount: "2.00" }, { idempotencyKey: key })
+    const r = assertRefund(accepted, id, "2.00", 202)
+    assert.strictEqual(r.status, "unknown")
+    assert.deepInclude(await transferOf(as, id), { amount_refunded: "2.00" })
+    const deadline = Date.now() + 20_000
+    let shown = r
+    while (shown.status !== "succeeded" && Date.now() < deadline) {
+      await new Promise((ok) => setTimeout(ok, 200))
+      shown = (await as.refundById(r.id)).json.refund
+    }
+    assert.strictEqual(shown.status, "succeeded")
+    assert.deepInclude(await transferOf(as, id), { amount_refunded: "2.00" })
+    // The key replays the refund as it is now: made, 201.
+    const replayed = await as.refund(id, { amount: "2.00" }, { idempotencyKey: key })
+    assert.strictEqual(replayed.status, 201, replayed.text)
+    assert.strictEqual(replayed.headers.get("idempotent-replayed"), "true")
+    assert.deepStrictEqual(replayed.json.refund, shown)
+    const typesOf = () => receiver.received.filter((d) => d.event.data.object.id === r.id).map((d) => d.event.type)
+    await receiver.waitFor(() => typesOf().length === 2)
+    assert.deepStrictEqual(typesOf(), ["refund.created", "refund.updated"])
+    const updated = receiver.received.find((d) => d.event.type === "refund.updated" && d.event.data.object.id === r.id)
+    assert.deepStrictEqual(updated!.event.data.object, shown)
+    await as.request("DELETE", `/webhook_endpoints/${registered.json.id}`)
   })
 })
 
