@@ -173,6 +173,7 @@ export const pendingTransfer = (
       clientId: client,
       reference: request.reference,
       amount,
+      amountRefunded: 0n,
       currency: request.currency,
       status: "pending",
       sender: {
