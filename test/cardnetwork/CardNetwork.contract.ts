@@ -3,10 +3,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, type Layer, Option, Redacted } from "effect"
 import { randomUUID } from "node:crypto"
-import { sandboxCards } from "../../adapters/cardnetwork/SandboxCardNetwork.ts"
+import { sandboxCards, sandboxRefundCards, sandboxTimeoutCards } from "../../adapters/cardnetwork/SandboxCardNetwork.ts"
 import { luhn } from "../../core/payments/Card.ts"
 import { type Authorization, type AuthorizationRequest, CardNetwork } from "../../core/payments/CardNetwork.ts"
 import { CurrencyCode } from "../../core/payments/Currency.ts"
+import { refundContract } from "./Refund.contract.ts"
 
 // Distinctive values, so that a search for them in errors and logs finds only real leaks.
 export const SampleCvc = "864"
@@ -30,14 +31,18 @@ export const authorizationRequest = (
 
 export const authenticated = Option.some(Redacted.make(SampleAuthenticationValue))
 
-// A 16-digit Visa-range number with a correct check digit that is not in the table.
+const tablePans: ReadonlySet<string> = new Set(
+  [...sandboxCards, ...sandboxTimeoutCards, ...sandboxRefundCards].map((card) => card.pan)
+)
+
+// A 16-digit Visa-range number with a correct check digit that is in none of the sandbox's tables.
 export const randomLuhnPan = (): string => {
   for (;;) {
     let body = "4"
     while (body.length < 15) body += String(Math.floor(Math.random() * 10))
     const check = [..."0123456789"].find((d) => luhn(body + d))!
     const pan = body + check
-    if (!sandboxCards.some((card) => card.pan === pan)) return pan
+    if (!tablePans.has(pan)) return pan
   }
 }
 
@@ -136,5 +141,7 @@ export const cardNetworkContract = <E>(name: string, makeLayer: () => Layer.Laye
           else assert.deepStrictEqual(result, card.outcome, card.pan)
         }
       })))
+
+    refundContract(run)
   })
 }

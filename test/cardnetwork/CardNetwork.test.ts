@@ -10,6 +10,8 @@ import {
   SandboxCardNetwork,
   sandboxCards,
   sandboxDecision,
+  sandboxRefundBehaviour,
+  sandboxRefundCards,
   sandboxTimeoutCards
 } from "../../adapters/cardnetwork/SandboxCardNetwork.ts"
 import { luhn } from "../../core/payments/Card.ts"
@@ -19,6 +21,7 @@ import {
   type CardNetworkOutcomeUnknown,
   type CardNetworkUnavailable
 } from "../../core/payments/CardNetwork.ts"
+import { CurrencyCode } from "../../core/payments/Currency.ts"
 import {
   startProcessor,
   stopProcessor,
@@ -43,11 +46,13 @@ const Visa = "4242424242424242"
 
 cardNetworkContract("SandboxCardNetwork", () => SandboxCardNetwork.layer)
 
+// The time-out is short so that the refund card that times out does not hold a test for the 10 s default.
 cardNetworkContract("HttpCardNetwork over a real HTTP processor", () =>
   Layer.unwrapScoped(
     Effect.map(
       TestProcessor.scoped({ apiKey: ApiKey }),
-      (processor) => HttpCardNetwork.layerFetch({ url: processor.url, apiKey: Redacted.make(ApiKey) })
+      (processor) =>
+        HttpCardNetwork.layerFetch({ url: processor.url, apiKey: Redacted.make(ApiKey), timeout: "2 seconds" })
     )
   ))
 
@@ -96,6 +101,49 @@ describe("SandboxCardNetwork", () => {
         declineCode: "generic_decline"
       })
       assert.deepStrictEqual(yield* network.lookup(authorizationRequest(Visa).transferId), { _tag: "NotFound" })
+    }))
+
+  it("lists refund cards that are Luhn-valid and in no other table, each with its own code prefix", () => {
+    const others = new Set([...sandboxCards, ...sandboxTimeoutCards].map((card) => card.pan))
+    assert.lengthOf(new Set(sandboxRefundCards.map((card) => card.codePrefix)), sandboxRefundCards.length)
+    for (const card of sandboxRefundCards) {
+      assert.isTrue(luhn(card.pan), card.pan)
+      assert.isFalse(others.has(card.pan), card.pan)
+      assert.match(card.codePrefix, /^SB[A-Z]$/)
+      assert.notStrictEqual(card.codePrefix, "SBX")
+      assert.deepStrictEqual(sandboxRefundBehaviour(`${card.codePrefix}123`), card.refunds)
+    }
+    for (const code of ["SBX123", "TP0001", "", "SB"]) {
+      assert.deepStrictEqual(sandboxRefundBehaviour(code), { _tag: "Answers", outcome: { _tag: "Succeeded" } }, code)
+    }
+  })
+
+  it.effect("carries a refund card's behaviour in its authorization code; remembers only refunds it left unanswered", () =>
+    Effect.gen(function*() {
+      const network = yield* Effect.provide(CardNetwork, SandboxCardNetwork.layer)
+      const codeOf = (pan: string) =>
+        Effect.map(
+          network.authorize(authorizationRequest(pan)),
+          (a) => a._tag === "Approved" ? a.authorizationCode : ""
+        )
+      assert.match(yield* codeOf("4000000000005126"), /^SBF[0-9]{3}$/)
+      const timesOut = yield* codeOf("4000000000007726")
+      assert.match(timesOut, /^SBT[0-9]{3}$/)
+      const refund = (authorizationCode: string, refundId: string) =>
+        network.refund({
+          refundId,
+          transferId: "tr_x",
+          authorizationCode,
+          amount: 1n,
+          currency: CurrencyCode.make("EUR")
+        })
+      assert.deepStrictEqual(yield* refund(yield* codeOf(Visa), "re_answered"), { _tag: "Succeeded" })
+      assert.deepStrictEqual(yield* network.lookupRefund("re_answered"), { _tag: "NotFound" })
+      assert.strictEqual((yield* Effect.flip(refund(timesOut, "re_unanswered")))._tag, "CardNetworkOutcomeUnknown")
+      assert.deepStrictEqual(yield* network.lookupRefund("re_unanswered"), { _tag: "Succeeded" })
+      // A restart: a new sandbox knows none of them, and the refund reconciles as never received.
+      const restarted = yield* Effect.provide(CardNetwork, SandboxCardNetwork.layer)
+      assert.deepStrictEqual(yield* restarted.lookupRefund("re_unanswered"), { _tag: "NotFound" })
     }))
 
   it.effect("checks neither the Luhn digit nor the expiry: the core does that before asking", () =>
@@ -153,10 +201,13 @@ describe("HttpCardNetwork", () => {
       assert.deepStrictEqual(received, {
         method: "POST",
         path: "/authorizations",
+        kind: "authorization",
         idempotencyKey: request.transferId,
         authorization: `Bearer ${ApiKey}`,
         contentType: "application/json",
         transferId: request.transferId,
+        refundId: undefined,
+        authorizationCode: undefined,
         last4: "3184",
         expMonth: 7,
         expYear: 2031,
@@ -164,7 +215,8 @@ describe("HttpCardNetwork", () => {
         hasAuthenticationValue: true,
         amount: "123456789012345678901",
         currency: "EUR",
-        merchantId: "merchant_42"
+        merchantId: "merchant_42",
+        fields: ["amount", "authentication_value", "card", "currency", "merchant_id", "transfer_id"]
       })
       const recorded = JSON.stringify(processor.requests)
       assert.notInclude(recorded, "4000002760003184")

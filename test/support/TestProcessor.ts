@@ -1,23 +1,41 @@
 // A real card processor for tests: node:http on 127.0.0.1 speaking the JSON contract HttpCardNetwork
-// talks (POST /authorizations, and GET /authorizations/{transfer id} for the outcome of one whose answer
-// was lost), deciding by the sandbox's table. It remembers its answer per
-// Idempotency-Key (a repeated key gets the first answer and no new authorization), can be told to fail or
+// talks (docs/card-processor.md: POST /authorizations and POST /refunds, and GET /authorizations/{transfer id}
+// and GET /refunds/{refund id} for the outcome of one whose answer was lost), deciding by the sandbox's tables:
+// an authorization by card number, a refund by the authorization code of its charge. It remembers its answer
+// per Idempotency-Key (a repeated key gets the first answer and no new decision), can be told to fail or
 // hang the next requests or answer them with any body, and can be stopped and started on the same port.
 // It records requests without card data: only the last four digits of the card number are kept.
 import { Context, Effect, Layer, type Scope } from "effect"
 import http from "node:http"
 import type { AddressInfo } from "node:net"
-import { sandboxDecision } from "../../adapters/cardnetwork/SandboxCardNetwork.ts"
+import { sandboxRefundBehaviour } from "../../adapters/cardnetwork/SandboxCardNetwork.ts"
+import {
+  type Answer,
+  authorizationAnswer,
+  describeBody,
+  error,
+  header,
+  pending,
+  readBody,
+  refundAnswer,
+  validateAuthorization,
+  validateRefund
+} from "./ProcessorWire.ts"
 
 export interface RecordedRequest {
   readonly method: string
   readonly path: string
+  // Which endpoint: an authorization or a refund, asked for or looked up.
+  readonly kind: "authorization" | "refund" | "other"
   readonly idempotencyKey: string | undefined
   // The Authorization header as received (an API key, not card data).
   readonly authorization: string | undefined
   readonly contentType: string | undefined
-  // From the body, when it was the expected JSON; the card number only as its last four digits.
+  // From the body, when it was the expected JSON; the card number only as its last four digits. A refund's
+  // transferId is its body's `transfer`.
   readonly transferId: string | undefined
+  readonly refundId: string | undefined
+  readonly authorizationCode: string | undefined
   readonly last4: string | undefined
   readonly expMonth: unknown
   readonly expYear: unknown
@@ -26,6 +44,8 @@ export interface RecordedRequest {
   readonly amount: unknown
   readonly currency: unknown
   readonly merchantId: unknown
+  // The body's top-level field names.
+  readonly fields: ReadonlyArray<string>
   // What the processor did: decided anew, replayed a remembered answer, or followed a script.
   readonly handling:
     | "decided"
@@ -38,15 +58,15 @@ export interface RecordedRequest {
     | "looked up"
   // The status answered (undefined for a request left hanging).
   readonly status: number | undefined
-  // A lookup answered with the transfer's decision.
+  // A lookup answered with the decision.
   readonly decided?: boolean
 }
 
 export interface TestProcessorOptions {
   // Requests must carry `Authorization: Bearer <apiKey>` (401 otherwise); by default none is needed.
   readonly apiKey?: string
-  // Decided authorizations are answered this much later (decided at once): a process killed meanwhile
-  // leaves a charge whose answer it never read.
+  // Decided authorizations and refunds are answered this much later (decided at once): a process killed
+  // meanwhile leaves a charge or a refund whose answer it never read.
   readonly answerDelayMs?: number
 }
 
@@ -56,91 +76,34 @@ type Script =
   | { readonly _tag: "Drop" }
   | { readonly _tag: "Reply"; readonly status: number; readonly body: string; readonly contentType: string }
 
-interface Answer {
-  readonly status: number
-  readonly body: string
+type Kind = "authorization" | "refund"
+
+// One endpoint's memory: answers by Idempotency-Key (the transfer or refund id), and the requests read and
+// left hanging, undecided until decideHung(), by id.
+interface Ledger {
+  readonly answers: Map<string, { readonly fingerprint: string; readonly answer: Answer }>
+  readonly undecided: Map<string, { readonly key: string; readonly fingerprint: string; readonly decide: () => Answer }>
 }
 
-interface ValidRequest {
-  readonly transferId: string
-  readonly pan: string
-  readonly authenticated: boolean
-  // What a repeated key must agree on (no card data beyond the last four digits).
-  readonly fingerprint: string
-}
-
-const header = (request: http.IncomingMessage, name: string): string | undefined => {
-  const value = request.headers[name]
-  return Array.isArray(value) ? value[0] : value
-}
-
-const readBody = (request: http.IncomingMessage): Promise<string> =>
-  new Promise((resolve, reject) => {
-    const chunks: Array<Buffer> = []
-    let size = 0
-    request.on("data", (chunk: Buffer) => {
-      size += chunk.length
-      if (size > 64 * 1024) request.destroy(new Error("body too large"))
-      else chunks.push(chunk)
-    })
-    request.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")))
-    request.on("error", reject)
-  })
-
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
-
-const validate = (body: unknown): ValidRequest | undefined => {
-  if (!isRecord(body) || !isRecord(body.card)) return undefined
-  const card = body.card
-  const ok = typeof body.transfer_id === "string" && body.transfer_id !== "" &&
-    typeof card.number === "string" && /^[0-9]{12,19}$/.test(card.number) &&
-    Number.isInteger(card.exp_month) && (card.exp_month as number) >= 1 && (card.exp_month as number) <= 12 &&
-    Number.isInteger(card.exp_year) &&
-    typeof card.cvc === "string" && /^[0-9]{3,4}$/.test(card.cvc) &&
-    (body.authentication_value === undefined ||
-      (typeof body.authentication_value === "string" && body.authentication_value !== "")) &&
-    typeof body.amount === "string" && /^(0|[1-9][0-9]*)$/.test(body.amount) &&
-    typeof body.currency === "string" && /^[A-Z]{3}$/.test(body.currency) &&
-    typeof body.merchant_id === "string" && body.merchant_id !== ""
-  if (!ok) return undefined
-  const pan = card.number as string
-  return {
-    transferId: body.transfer_id as string,
-    pan,
-    authenticated: body.authentication_value !== undefined,
-    fingerprint: JSON.stringify([body.transfer_id, pan.slice(-4), body.amount, body.currency, body.merchant_id])
+const routes: ReadonlyArray<readonly [Kind, string]> = [["authorization", "/authorizations"], ["refund", "/refunds"]]
+const kindOf = (path: string): Kind | undefined => routes.find(([, prefix]) => path === prefix)?.[0]
+const lookupOf = (path: string): { readonly kind: Kind; readonly id: string } | undefined => {
+  for (const [kind, prefix] of routes) {
+    const match = new RegExp(`^${prefix}/([^/]+)$`).exec(path)
+    if (match !== null) return { kind, id: decodeURIComponent(match[1]!) }
   }
+  return undefined
 }
-
-// Only what may be kept: never the number, the CVC or the authentication value.
-const describeBody = (body: unknown) => {
-  const b = isRecord(body) ? body : {}
-  const card = isRecord(b.card) ? b.card : {}
-  return {
-    transferId: typeof b.transfer_id === "string" ? b.transfer_id : undefined,
-    last4: typeof card.number === "string" ? card.number.slice(-4) : undefined,
-    expMonth: card.exp_month,
-    expYear: card.exp_year,
-    cvcLength: typeof card.cvc === "string" ? card.cvc.length : undefined,
-    hasAuthenticationValue: b.authentication_value !== undefined,
-    amount: b.amount,
-    currency: b.currency,
-    merchantId: b.merchant_id
-  }
-}
-
-const error = (status: number, code: string): Answer => ({ status, body: JSON.stringify({ error: code }) })
+const newLedger = (): Ledger => ({ answers: new Map(), undecided: new Map() })
 
 export class TestProcessor {
   private server: http.Server | undefined
   private boundPort = 0
   private readonly scripts: Array<Script> = []
-  private readonly answers = new Map<string, { readonly fingerprint: string; readonly answer: Answer }>()
+  private readonly ledgers: Record<Kind, Ledger> = { authorization: newLedger(), refund: newLedger() }
   private readonly recorded: Array<RecordedRequest> = []
   private readonly hanging = new Set<http.ServerResponse>()
-  // Authorizations read and left hanging, undecided until decideHung().
-  private readonly undecided = new Map<string, { readonly key: string; readonly valid: ValidRequest }>()
-  private decisions = 0
+  private readonly decisions: Record<Kind, number> = { authorization: 0, refund: 0 }
 
   constructor(private readonly options: TestProcessorOptions = {}) {}
 
@@ -179,7 +142,12 @@ export class TestProcessor {
 
   // How many authorizations were decided (a replayed Idempotency-Key does not count).
   get authorizations(): number {
-    return this.decisions
+    return this.decisions.authorization
+  }
+
+  // How many refunds were decided (a replayed Idempotency-Key does not count).
+  get refunds(): number {
+    return this.decisions.refund
   }
 
   // The next n requests get this status and an error body, without a decision and without being remembered.
@@ -197,23 +165,30 @@ export class TestProcessor {
     for (let i = 0; i < n; i++) this.scripts.push({ _tag: "Drop" })
   }
 
-  // Decides the authorizations left hanging (by the sandbox's table), as a processor that was slow does:
-  // their connections stay unanswered, and a lookup now answers the decision.
+  // Decides the authorizations and refunds left hanging (by the sandbox's tables), as a processor that was
+  // slow does: their connections stay unanswered, and a lookup now answers the decision.
   decideHung(): void {
-    for (const [transferId, { key, valid }] of this.undecided) {
-      this.answers.set(key, { fingerprint: valid.fingerprint, answer: this.decide(valid) })
-      this.undecided.delete(transferId)
+    for (const ledger of Object.values(this.ledgers)) {
+      for (const [id, { decide, fingerprint, key }] of ledger.undecided) {
+        ledger.answers.set(key, { fingerprint, answer: decide() })
+        ledger.undecided.delete(id)
+      }
     }
   }
 
   // How many lookups of this transfer were answered with its decision (not `pending`, not 404).
   decisionsLookedUp(transferId: string): number {
-    return this.recorded.filter((r) => r.handling === "looked up" && r.transferId === transferId && r.decided).length
+    return this.lookups("authorization", transferId).filter((r) => r.decided).length
   }
 
   // Lookups answered per transfer id, by what they said.
   lookupsOf(transferId: string): ReadonlyArray<number | undefined> {
-    return this.recorded.filter((r) => r.handling === "looked up" && r.transferId === transferId).map((r) => r.status)
+    return this.lookups("authorization", transferId).map((r) => r.status)
+  }
+
+  // Lookups answered per refund id, by what they said.
+  refundLookupsOf(refundId: string): ReadonlyArray<number | undefined> {
+    return this.lookups("refund", refundId).map((r) => r.status)
   }
 
   // The next n requests get exactly this answer, e.g. a malformed body, without a decision.
@@ -231,13 +206,15 @@ export class TestProcessor {
     }
   }
 
-  // Forgets requests, remembered answers, scripts and the count of authorizations.
+  // Forgets requests, remembered answers, scripts and the counts of decisions.
   reset(): void {
     this.scripts.length = 0
-    this.answers.clear()
     this.recorded.length = 0
-    this.undecided.clear()
-    this.decisions = 0
+    for (const kind of ["authorization", "refund"] as const) {
+      this.ledgers[kind].answers.clear()
+      this.ledgers[kind].undecided.clear()
+      this.decisions[kind] = 0
+    }
   }
 
   // Listens on 127.0.0.1: on a free port the first time, on the same port after a stop.
@@ -273,6 +250,43 @@ export class TestProcessor {
     await closed
   }
 
+  private lookups(kind: Kind, id: string): ReadonlyArray<RecordedRequest> {
+    const idOf = (r: RecordedRequest) => kind === "refund" ? r.refundId : r.transferId
+    return this.recorded.filter((r) => r.handling === "looked up" && r.kind === kind && idOf(r) === id)
+  }
+
+  // The request, read and checked for its endpoint: its id, what a repeated key must agree on, and how to
+  // decide it (once: a decision counts).
+  private validate(kind: Kind, body: unknown) {
+    if (kind === "authorization") {
+      const valid = validateAuthorization(body)
+      return valid && {
+        id: valid.transferId,
+        fingerprint: valid.fingerprint,
+        timesOut: false,
+        decide: () => authorizationAnswer(valid, ++this.decisions.authorization)
+      }
+    }
+    const valid = validateRefund(body)
+    if (valid === undefined) return undefined
+    const behaviour = sandboxRefundBehaviour(valid.authorizationCode)
+    return {
+      id: valid.refundId,
+      fingerprint: valid.fingerprint,
+      // A refund of an "SBT" charge is decided and never answered: the sandbox's time-out, over HTTP.
+      timesOut: behaviour._tag === "TimesOut",
+      decide: () => {
+        this.decisions.refund++
+        return refundAnswer(behaviour)
+      }
+    }
+  }
+
+  private keepHanging(response: http.ServerResponse): void {
+    this.hanging.add(response)
+    response.on("close", () => this.hanging.delete(response))
+  }
+
   private async handle(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
     const raw = await readBody(request)
     let body: unknown
@@ -281,9 +295,13 @@ export class TestProcessor {
     } catch {
       body = undefined
     }
-    const base = {
+    const path = request.url ?? ""
+    const lookup = request.method === "GET" ? lookupOf(path) : undefined
+    const kind = lookup?.kind ?? kindOf(path)
+    const base: Omit<RecordedRequest, "handling" | "status"> = {
       method: request.method ?? "",
-      path: request.url ?? "",
+      path,
+      kind: kind ?? "other",
       idempotencyKey: header(request, "idempotency-key"),
       authorization: header(request, "authorization"),
       contentType: header(request, "content-type"),
@@ -295,19 +313,14 @@ export class TestProcessor {
       response.writeHead(answer.status, { "content-type": contentType }).end(answer.body)
     }
 
-    // A lookup: the remembered answer, `pending` while undecided, 404 for a transfer never received.
-    const lookup = /^\/authorizations\/([^/]+)$/.exec(request.url ?? "")
-    if (request.method === "GET" && lookup !== null) {
-      const transferId = decodeURIComponent(lookup[1]!)
-      const remembered = this.answers.get(transferId)
-      const answer = remembered !== undefined
-        ? remembered.answer
-        : this.undecided.has(transferId)
-        ? { status: 200, body: JSON.stringify({ status: "pending" }) }
-        : error(404, "not_found")
+    // A lookup: the remembered answer, `pending` while undecided, 404 for an id never received.
+    if (lookup !== undefined) {
+      const ledger = this.ledgers[lookup.kind]
+      const remembered = ledger.answers.get(lookup.id)
+      const answer = remembered?.answer ?? (ledger.undecided.has(lookup.id) ? pending : error(404, "not_found"))
       this.recorded.push({
         ...base,
-        transferId,
+        ...(lookup.kind === "refund" ? { refundId: lookup.id } : { transferId: lookup.id }),
         handling: "looked up",
         status: answer.status,
         decided: remembered !== undefined
@@ -323,11 +336,10 @@ export class TestProcessor {
           return send(error(script.status, "unavailable"))
         case "Hang": {
           record("hung", undefined)
-          this.hanging.add(response)
-          response.on("close", () => this.hanging.delete(response))
-          const valid = validate(body)
-          if (valid !== undefined && base.idempotencyKey !== undefined) {
-            this.undecided.set(valid.transferId, { key: base.idempotencyKey, valid })
+          this.keepHanging(response)
+          const valid = kind === undefined ? undefined : this.validate(kind, body)
+          if (kind !== undefined && valid !== undefined && base.idempotencyKey !== undefined) {
+            this.ledgers[kind].undecided.set(valid.id, { key: base.idempotencyKey, ...valid })
           }
           return
         }
@@ -345,16 +357,17 @@ export class TestProcessor {
       record("rejected", answer.status)
       send(answer)
     }
-    if (request.method !== "POST" || request.url !== "/authorizations") return reject(error(404, "not_found"))
+    if (request.method !== "POST" || kind === undefined) return reject(error(404, "not_found"))
     if (this.options.apiKey !== undefined && base.authorization !== `Bearer ${this.options.apiKey}`) {
       return reject(error(401, "unauthorized"))
     }
     const key = base.idempotencyKey
     if (key === undefined || key === "") return reject(error(400, "idempotency_key_missing"))
-    const valid = validate(body)
+    const valid = this.validate(kind, body)
     if (valid === undefined) return reject(error(400, "invalid_request"))
 
-    const remembered = this.answers.get(key)
+    const ledger = this.ledgers[kind]
+    const remembered = ledger.answers.get(key)
     if (remembered !== undefined) {
       // A key reused for a different request is a client bug, as with real processors.
       if (remembered.fingerprint !== valid.fingerprint) return reject(error(409, "idempotency_key_reused"))
@@ -362,33 +375,19 @@ export class TestProcessor {
       return send(remembered.answer)
     }
 
-    const answer = this.decide(valid)
-    this.answers.set(key, { fingerprint: valid.fingerprint, answer })
+    const answer = valid.decide()
+    ledger.answers.set(key, { fingerprint: valid.fingerprint, answer })
+    if (valid.timesOut) {
+      record("decided", undefined)
+      return this.keepHanging(response)
+    }
     record("decided", answer.status)
     const delay = this.options.answerDelayMs ?? 0
     if (delay === 0) return send(answer)
-    this.hanging.add(response)
-    response.on("close", () => this.hanging.delete(response))
+    this.keepHanging(response)
     setTimeout(() => {
       if (!response.destroyed) send(answer)
     }, delay)
-  }
-
-  private decide(valid: ValidRequest): Answer {
-    this.decisions++
-    const outcome = sandboxDecision(valid.pan, valid.authenticated)
-    return {
-      status: 200,
-      body: JSON.stringify(
-        outcome._tag === "Approved"
-          ? { status: "approved", authorization_code: `TP${String(this.decisions % 10_000).padStart(4, "0")}` }
-          : {
-            status: "declined",
-            code: outcome.code,
-            ...(outcome.declineCode === undefined ? {} : { decline_code: outcome.declineCode })
-          }
-      )
-    }
   }
 }
 
