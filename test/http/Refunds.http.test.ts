@@ -252,7 +252,13 @@ describe("refund lookups", () => {
     assert.deepStrictEqual(next.json.data.map((r: any) => r.id), [made[0]])
     assert.isFalse(next.json.has_more)
     assertError(await as.refunds(id, { starting_after: foreign }), 404, "resource_missing", "starting_after")
-    assertError(await as.refunds(id, { starting_after: "tr_x" }), 400, "parameter_invalid", "starting_after")
+    const malformed = assertError(
+      await as.refunds(id, { starting_after: "tr_x" }),
+      400,
+      "parameter_invalid",
+      "starting_after"
+    )
+    assert.include(malformed.message, "refund id")
     assertError(await as.refunds(id, { limit: 0 }), 400, "parameter_invalid", "limit")
     assertError(await as.refunds(id, { order: "asc" }), 400, "parameter_unknown", "order")
     assert.deepStrictEqual((await as.refunds(`tr_${"1".repeat(24)}`)).status, 404)
