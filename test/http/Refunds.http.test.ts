@@ -150,6 +150,19 @@ describe("refunds", () => {
     assertRefund(await as.refund(id), id, "12.30")
   })
 
+  it("concurrent refunds never take back more than the transfer's amount", async () => {
+    const as = await merchant("race")
+    const id = await approved(as, { amount: "10.00" })
+    const answers = await Promise.all(Array.from({ length: 8 }, () => as.refund(id, { amount: "3.00" })))
+    const made = answers.filter((a) => a.status === 201)
+    assert.strictEqual(made.length, 3, answers.map((a) => a.text).join("\n"))
+    for (const refused of answers.filter((a) => a.status !== 201)) {
+      assertError(refused, 400, "amount_too_large", "amount")
+    }
+    assert.deepInclude(await transferOf(as, id), { amount_refunded: "9.00", refunded: false })
+    assertRefund(await as.refund(id), id, "1.00")
+  })
+
   it("keeps balances net of refunds", async () => {
     const as = await merchant("balance")
     const first = await approved(as, { amount: "10.00" })
@@ -216,6 +229,22 @@ describe("Idempotency-Key on refunds", () => {
     assertError(await as.refund(id, {}, { idempotencyKey: transferKey }), 422, "idempotency_key_reused")
     const listed = (await as.refunds(id)).json.data.map((x: any) => x.id)
     assert.deepStrictEqual(listed, [r.id])
+  })
+
+  it("makes one refund from 12 concurrent requests with one key; the others are replays or in use", async () => {
+    const as = await merchant("in-use")
+    const id = await approved(as)
+    const key = uniqueReference("busy-key")
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, () => as.refund(id, { amount: "1.00" }, { idempotencyKey: key }))
+    )
+    const made = answers.filter((a) => a.status === 201)
+    const inUse = answers.filter((a) => a.status === 409)
+    assert.strictEqual(made.length + inUse.length, 12, answers.map((a) => `${a.status} ${a.text}`).join("\n"))
+    assert.strictEqual(new Set(made.map((a) => a.text)).size, 1)
+    for (const a of inUse) assertError(a, 409, "idempotency_key_in_use")
+    assert.deepInclude(await transferOf(as, id), { amount_refunded: "1.00" })
+    assert.strictEqual((await as.refunds(id)).json.data.length, 1)
   })
 
   it("a refusal keeps no answer: the key is free for the request that follows", async () => {
