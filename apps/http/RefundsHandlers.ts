@@ -11,6 +11,7 @@ import { group } from "./ApiHandlers.ts"
 import { cacheableJson } from "./Caching.ts"
 import { CurrentRequestId } from "./Edge.ts"
 import { CurrentClient } from "./MerchantAuth.ts"
+import { countRefund } from "./Observability.ts"
 import { refundView } from "./RefundsApi.ts"
 
 const isTransferId = Schema.is(TransferId)
@@ -20,8 +21,9 @@ const envelope = (r: Refund) => JSON.stringify({ refund: refundView(r) })
 
 // A refund's answer, first or replayed, is rendered from the refund as it is now, so a replay of a final
 // refund is the same bytes. Made, it is 201 (succeeded or failed); not known yet, 202, reconciled later.
-const answers = (baseUrl: string) => ({ refund, replayed }: RefundAnswer) =>
-  HttpServerResponse.text(envelope(refund), {
+const answers = (baseUrl: string) => ({ refund, replayed }: RefundAnswer) => {
+  if (!replayed) countRefund(refund.status, refund.failureReason)
+  return HttpServerResponse.text(envelope(refund), {
     status: refund.status === "pending" || refund.status === "unknown" ? 202 : 201,
     contentType: "application/json",
     headers: {
@@ -29,6 +31,7 @@ const answers = (baseUrl: string) => ({ refund, replayed }: RefundAnswer) =>
       location: `${baseUrl}/merchant/refunds/${refund.id}`
     }
   })
+}
 
 const noTransfer = () => Effect.fail(apiError("resource_missing", "No transfer has this id.", { param: "id" }))
 

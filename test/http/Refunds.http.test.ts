@@ -148,6 +148,9 @@ describe("refunds", () => {
     assert.deepStrictEqual((await as.refundById(r.id)).json.refund, r)
     // Nothing was taken back: all of it is still there to refund (and fails again).
     assertRefund(await as.refund(id), id, "12.30")
+    const metrics = await (await fetch(`${app.baseUrl}/metrics`, { headers: { authorization: `Bearer ${AdminKey}` } }))
+      .text()
+    assert.match(metrics, /^refunds_total\{[^}]*failure_reason="expired_or_canceled_card"[^}]*\} [1-9]/m)
   })
 
   it("concurrent refunds never take back more than the transfer's amount", async () => {
