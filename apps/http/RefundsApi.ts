@@ -81,7 +81,13 @@ export class RefundsApi extends HttpApiGroup.make("refunds")
       .setHeaders(Schema.Struct({ "idempotency-key": Schema.optional(IdempotencyKey) }))
       .addSuccess(RefundEnvelope, { status: 201 })
       // The card network's answer was lost: the refund, `unknown`, is reconciled later (docs/refunds.md).
-      .addSuccess(RefundEnvelope.annotations({ identifier: "PendingRefundEnvelope" }), { status: 202 })
+      .addSuccess(
+        RefundEnvelope.annotations({
+          identifier: "PendingRefundEnvelope",
+          examples: [{ refund: { ...refundExample, status: "unknown" } }]
+        }),
+        { status: 202 }
+      )
       .addError(BadRequest)
       .addError(NotFound)
       .addError(Conflict)

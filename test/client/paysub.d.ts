@@ -5932,7 +5932,7 @@ export interface operations {
                      *         "transfer": "tr_8mZkq3Vb9xYt2LwQ4nRs6PaC",
                      *         "amount": "5.00",
                      *         "currency": "USD",
-                     *         "status": "succeeded",
+                     *         "status": "unknown",
                      *         "reason": "requested_by_customer",
                      *         "created": "2026-01-06T09:30:00.000Z"
                      *       }
