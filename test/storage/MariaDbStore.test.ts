@@ -26,6 +26,7 @@ import type { EventViews } from "../../core/webhooks/EventViews.ts"
 import { createTestDatabase, mariadbEnabled, mariadbSkipReason } from "../support/MariaDb.ts"
 import { rateLimiterStoreContract } from "./RateLimiterStore.contract.ts"
 import { withSqlRawRows } from "./RawRows.ts"
+import { refundsRacingOverTwoPools } from "./RefundRace.ts"
 import { refundStoreContract } from "./RefundStore.contract.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
 import { transferStoreContract } from "./TransferStore.contract.ts"
@@ -179,6 +180,9 @@ describe.skipIf(!mariadbEnabled)(
             assert.deepStrictEqual(counts, [1, MailThrottle.maxMails])
           }
         }))
+
+      it.scoped("refunds racing on one transfer over both pools never together exceed its amount", () =>
+        Effect.flatMap(twoPools, refundsRacingOverTwoPools))
 
       it.scoped("claims over both pools at once never hand out one outbox row twice", () =>
         Effect.gen(function*() {

@@ -24,6 +24,7 @@ import { SubscriptionStore } from "../../core/subscriptions/SubscriptionStore.ts
 import { createTestDatabase, postgresEnabled, postgresSkipReason } from "../support/Postgres.ts"
 import { rateLimiterStoreContract } from "./RateLimiterStore.contract.ts"
 import { withSqlRawRows } from "./RawRows.ts"
+import { refundsRacingOverTwoPools } from "./RefundRace.ts"
 import { refundStoreContract } from "./RefundStore.contract.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
 import { transferStoreContract } from "./TransferStore.contract.ts"
@@ -161,6 +162,9 @@ describe.skipIf(!postgresEnabled)(
             assert.deepStrictEqual(counts, [1, MailThrottle.maxMails])
           }
         }))
+
+      it.scoped("refunds racing on one transfer over both pools never together exceed its amount", () =>
+        Effect.flatMap(twoPools, refundsRacingOverTwoPools))
 
       it.scoped("claims over both pools at once never hand out one outbox row twice", () =>
         Effect.gen(function*() {
