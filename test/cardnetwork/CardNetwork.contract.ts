@@ -1,50 +1,20 @@
 // What every CardNetwork must answer for the sandbox's card table, whatever carries the request: the
 // in-memory sandbox, or an HTTP adapter talking to a processor that decides by the same table.
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, type Layer, Option, Redacted } from "effect"
-import { randomUUID } from "node:crypto"
-import { sandboxCards, sandboxRefundCards, sandboxTimeoutCards } from "../../adapters/cardnetwork/SandboxCardNetwork.ts"
-import { luhn } from "../../core/payments/Card.ts"
+import { Effect, type Layer } from "effect"
+import { sandboxCards } from "../../adapters/cardnetwork/SandboxCardNetwork.ts"
 import { type Authorization, type AuthorizationRequest, CardNetwork } from "../../core/payments/CardNetwork.ts"
 import { CurrencyCode } from "../../core/payments/Currency.ts"
+import { authenticated, authorizationRequest, randomLuhnPan } from "./CardRequests.ts"
 import { refundContract } from "./Refund.contract.ts"
 
-// Distinctive values, so that a search for them in errors and logs finds only real leaks.
-export const SampleCvc = "864"
-// The base64 part of a `ucaf:` value, as the decoder hands it on.
-export const SampleAuthenticationValue = "AAABBJg0VhI0VniQEjRWAAAAAAA="
-
-export const authorizationRequest = (
-  pan: string,
-  overrides: Partial<AuthorizationRequest> = {}
-): AuthorizationRequest => ({
-  transferId: `tr_${randomUUID()}`,
-  pan: Redacted.make(pan),
-  expiry: { year: 2031, month: 7 },
-  cvc: Redacted.make(SampleCvc),
-  authenticationValue: Option.none(),
-  amount: 12_345n,
-  currency: CurrencyCode.make("EUR"),
-  merchantId: "merchant_contract",
-  ...overrides
-})
-
-export const authenticated = Option.some(Redacted.make(SampleAuthenticationValue))
-
-const tablePans: ReadonlySet<string> = new Set(
-  [...sandboxCards, ...sandboxTimeoutCards, ...sandboxRefundCards].map((card) => card.pan)
-)
-
-// A 16-digit Visa-range number with a correct check digit that is in none of the sandbox's tables.
-export const randomLuhnPan = (): string => {
-  for (;;) {
-    let body = "4"
-    while (body.length < 15) body += String(Math.floor(Math.random() * 10))
-    const check = [..."0123456789"].find((d) => luhn(body + d))!
-    const pan = body + check
-    if (!tablePans.has(pan)) return pan
-  }
-}
+export {
+  authenticated,
+  authorizationRequest,
+  randomLuhnPan,
+  SampleAuthenticationValue,
+  SampleCvc
+} from "./CardRequests.ts"
 
 const threeDSecure = sandboxCards.find((card) => card.approvedWhenAuthenticated === true)!
 

@@ -9,7 +9,7 @@ import { sandboxRefundCards } from "../../adapters/cardnetwork/SandboxCardNetwor
 import { CardNetwork, type RefundRequest } from "../../core/payments/CardNetwork.ts"
 import { CurrencyCode } from "../../core/payments/Currency.ts"
 import type { RefundOutcome } from "../../core/payments/Refund.ts"
-import { authorizationRequest } from "./CardNetwork.contract.ts"
+import { authorizationRequest } from "./CardRequests.ts"
 
 export const FailingRefundCard = sandboxRefundCards.find((card) => card.codePrefix === "SBF")!.pan
 export const TimeoutRefundCard = sandboxRefundCards.find((card) => card.codePrefix === "SBT")!.pan

@@ -112,7 +112,10 @@ const scriptedNetwork = (s: fc.Scheduler, outcomes: ReadonlyArray<Outcome>) => {
         }
         return decided!
       }),
-    lookup: (transferId) => later<AuthorizationLookup>(truth.get(transferId) ?? { _tag: "NotFound" })
+    lookup: (transferId) => later<AuthorizationLookup>(truth.get(transferId) ?? { _tag: "NotFound" }),
+    // These properties make no refunds.
+    refund: () => Effect.die("refund is not part of these properties"),
+    lookupRefund: () => Effect.die("lookupRefund is not part of these properties")
   })
   return { layer, truth, charges }
 }
