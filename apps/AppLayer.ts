@@ -5,6 +5,7 @@ import { Clients } from "../core/payments/Clients.ts"
 import { KeyPruner } from "../core/payments/KeyPruner.ts"
 import { Reconciler } from "../core/payments/Reconciler.ts"
 import { ReconcileSettings } from "../core/payments/ReconcileSettings.ts"
+import { Refunds } from "../core/payments/Refunds.ts"
 import { Transfers } from "../core/payments/Transfers.ts"
 import { SiteSettings } from "../core/shared/SiteSettings.ts"
 import { MailConcurrency, OutboxWorker } from "../core/subscriptions/OutboxWorker.ts"
@@ -26,6 +27,7 @@ import { FeedsLive } from "./http/FeedsHandlers.ts"
 import { merchantAuthLayer } from "./http/MerchantAuthLive.ts"
 import { MetaLive } from "./http/MetaHandlers.ts"
 import { pipelineLayer } from "./http/Pipeline.ts"
+import { RefundsLive } from "./http/RefundsHandlers.ts"
 import { SubscriptionsLive } from "./http/SubscriptionsHandlers.ts"
 import { TransfersLive } from "./http/TransfersHandlers.ts"
 import { webhookAuthLayer, WebhooksLive } from "./http/WebhooksHandlers.ts"
@@ -72,7 +74,13 @@ export const domainLayer = (open: OpenSqlite, deliveryWorker?: URL) =>
         ttl: Duration.days(config.pendingTtlDays),
         interval: Duration.hours(1)
       })
-      return Layer.mergeAll(Subscriptions.Default, Transfers.Default, Clients.Default, WebhookEndpoints.Default).pipe(
+      return Layer.mergeAll(
+        Subscriptions.Default,
+        Transfers.Default,
+        Refunds.Default,
+        Clients.Default,
+        WebhookEndpoints.Default
+      ).pipe(
         Layer.provideMerge(Layer.mergeAll(OutboxWorker.Default, Reconciler.Default, KeyPruner.Default)),
         Layer.provideMerge(WebhookWorker.Default),
         Layer.provideMerge(Layer.mergeAll(SubscriberDirectory.Default, PendingPurge.Default)),
@@ -95,7 +103,7 @@ export const appLayer = (open: OpenSqlite, deliveryWorker?: URL) =>
         logFormat
       }
       return pipelineLayer(Api, pipelineOptions).pipe(
-        Layer.provide([SubscriptionsLive, FeedsLive, TransfersLive, MetaLive, WebhooksLive, shared]),
+        Layer.provide([SubscriptionsLive, FeedsLive, TransfersLive, RefundsLive, MetaLive, WebhooksLive, shared]),
         Layer.provideMerge(
           Layer.mergeAll(adminAuthLayer(config.adminApiKey), merchantAuthLayer, webhookAuthLayer(config.adminApiKey))
         ),

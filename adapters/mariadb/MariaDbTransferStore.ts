@@ -16,13 +16,14 @@ import {
   transferRow
 } from "../sql/TransferRows.ts"
 import { transactionOn } from "./MariaDbClient.ts"
+import { mariaDbRefundStatements, mariaDbRefundStorage, refundCompound } from "./MariaDbRefundStatements.ts"
 import { eventStatements, first, ms, type Statements, unitOfWork, unlessDuplicate } from "./MariaDbUnitOfWork.ts"
 
 // The transfer storage on MariaDB, on @effect/sql. Keys and references are decided by unique constraints: the
 // second of two first inserts waits for the first's row lock, then loses (1062) and answers false; keys are read
 // FOR UPDATE while core judges them. A conditional update says whether it wrote by a locked read of the row
 // first (no UPDATE ... RETURNING on MariaDB, no affected rows from @effect/sql-mysql2).
-const TransferColumns = Columns.replace("CAST(amount AS TEXT)", "CAST(amount AS CHAR)")
+const TransferColumns = Columns.replaceAll(" AS TEXT)", " AS CHAR)")
 const time = (n: number) => n
 
 export const make = Effect.gen(function*() {
@@ -39,6 +40,7 @@ export const make = Effect.gen(function*() {
 
   const statements: Statements<TransferTx> = {
     ...eventStatements(sql),
+    ...mariaDbRefundStatements(sql, TransferColumns),
     insertKey: (client, claim, now) =>
       unlessDuplicate(
         Effect.as(
@@ -55,15 +57,18 @@ export const make = Effect.gen(function*() {
       ),
     restartKey: (client, claim, now) =>
       Effect.asVoid(sql`UPDATE idempotency_keys SET started_at = ${ms(now)}, request_id = ${claim.requestId},
-        request_hash = ${claim.requestHash}, answer = NULL, transfer_id = NULL WHERE ${keyWhere(client, claim.key)}`),
+        request_hash = ${claim.requestHash}, answer = NULL, transfer_id = NULL, refund_id = NULL
+        WHERE ${keyWhere(client, claim.key)}`),
     keepAnswer: (client, key, answer) => {
-      const [kind, transfer] = answerColumns(answer)
-      return Effect.asVoid(sql`UPDATE idempotency_keys SET answer = ${kind}, transfer_id = ${transfer}
-        WHERE ${keyWhere(client, key)} AND answer IS NULL`)
+      const [kind, transfer, refund] = answerColumns(answer)
+      return Effect.asVoid(sql`UPDATE idempotency_keys SET answer = ${kind}, transfer_id = ${transfer},
+        refund_id = ${refund} WHERE ${keyWhere(client, key)} AND answer IS NULL`)
     },
-    answerWaitingKeys: (client, hash, transfer) =>
-      Effect.asVoid(sql`UPDATE idempotency_keys SET answer = 'transfer_made', transfer_id = ${transfer}
-        WHERE client_id = ${client} AND request_hash = ${hash} AND answer IS NULL`),
+    answerWaitingKeys: (client, hash, answer) => {
+      const [kind, transfer, refund] = answerColumns(answer)
+      return Effect.asVoid(sql`UPDATE idempotency_keys SET answer = ${kind}, transfer_id = ${transfer},
+        refund_id = ${refund} WHERE client_id = ${client} AND request_hash = ${hash} AND answer IS NULL`)
+    },
     releaseKey: (client, key) =>
       Effect.asVoid(sql`DELETE FROM idempotency_keys WHERE ${keyWhere(client, key)} AND answer IS NULL`),
     insertTransfer: (t) =>
@@ -89,7 +94,8 @@ export const make = Effect.gen(function*() {
   }
 
   return TransferStorage.of({
-    ...unitOfWork<TransferTx>(sql, statements, ["updateOutcome", "insertEvent"]),
+    ...unitOfWork<TransferTx>(sql, statements, ["updateOutcome", "insertEvent", ...refundCompound]),
+    ...mariaDbRefundStorage(sql),
     createClient: (client, keyHash, now) =>
       Effect.orDie(sql`INSERT INTO api_clients (id, name, key_hash, created_at)
         VALUES (${client.id}, ${client.name}, ${keyHash}, ${ms(now)})`),
@@ -133,7 +139,8 @@ export const make = Effect.gen(function*() {
     // Summed by the database in integers and read back as text: exact for any total, never a float.
     balance: (client) =>
       sql<{ merchant_id: string; currency: CurrencyCode; total: string }>`
-        SELECT recipient_merchant_id AS merchant_id, currency, CAST(SUM(amount) AS CHAR) AS total FROM transfers
+        SELECT recipient_merchant_id AS merchant_id, currency, CAST(SUM(amount - amount_refunded) AS CHAR) AS total
+        FROM transfers
         WHERE client_id = ${client} AND status = 'approved'
         GROUP BY recipient_merchant_id, currency ORDER BY recipient_merchant_id, currency`.pipe(
         Effect.map((rows) =>

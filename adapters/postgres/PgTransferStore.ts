@@ -17,6 +17,7 @@ import {
   transferRow
 } from "../sql/TransferRows.ts"
 import { PgDirect, statement } from "./PgClient.ts"
+import { pgRefundStatements, pgRefundStorage } from "./PgRefundStatements.ts"
 import { first, ms, type Statements, unitOfWork } from "./PgUnitOfWork.ts"
 
 // The transfer storage on PostgreSQL: named (prepared) statements on PgDirect; keys and references decided by
@@ -24,9 +25,10 @@ import { first, ms, type Statements, unitOfWork } from "./PgUnitOfWork.ts"
 // balances, built per query, stay on @effect/sql.
 
 // The columns of a transfer row, in transferRow's order, each parameter cast to its column's type.
-const fields = TransferColumns.replace("CAST(amount AS TEXT) AS amount", "amount").split(",").map((c) => c.trim())
+const fields = TransferColumns.replace(/CAST\((\w+) AS TEXT\) AS \1/g, "$1").split(",").map((c) => c.trim())
 const types: Record<string, string> = {
   amount: "bigint",
+  amount_refunded: "bigint",
   card_exp_month: "integer",
   card_exp_year: "integer",
   created_at: "timestamptz",
@@ -51,17 +53,17 @@ const lockKey = statement("lock_key", `${selectKey} FOR UPDATE`)
 const keyRecord = statement("key_record", selectKey)
 const restartKey = statement(
   "restart_key",
-  `UPDATE idempotency_keys SET started_at = $3, request_id = $4, request_hash = $5, answer = NULL, transfer_id = NULL
-   WHERE client_id = $1 AND idempotency_key = $2`
+  `UPDATE idempotency_keys SET started_at = $3, request_id = $4, request_hash = $5, answer = NULL, transfer_id = NULL,
+   refund_id = NULL WHERE client_id = $1 AND idempotency_key = $2`
 )
 const keepAnswer = statement(
   "keep_answer",
-  `UPDATE idempotency_keys SET answer = $3, transfer_id = $4
+  `UPDATE idempotency_keys SET answer = $3, transfer_id = $4, refund_id = $5
    WHERE client_id = $1 AND idempotency_key = $2 AND answer IS NULL`
 )
 const answerWaiting = statement(
   "answer_waiting_keys",
-  `UPDATE idempotency_keys SET answer = 'transfer_made', transfer_id = $3
+  `UPDATE idempotency_keys SET answer = $3, transfer_id = $4, refund_id = $5
    WHERE client_id = $1 AND request_hash = $2 AND answer IS NULL`
 )
 const releaseKey = statement(
@@ -107,6 +109,7 @@ const transferByReference = statement(
 )
 
 const statements: Statements<TransferTx> = {
+  ...pgRefundStatements,
   liveEndpoints: (query, owner) => Effect.map(query(liveEndpoints, [owner]), (rows) => rows.map(liveEndpointOf)),
   insertEvent: (query, event, endpoints) => Effect.asVoid(query(insertEvent, pgEventValues(event, endpoints))),
   insertKey: (query, client, claim, now) =>
@@ -119,7 +122,8 @@ const statements: Statements<TransferTx> = {
   restartKey: (query, client, claim, now) =>
     Effect.asVoid(query(restartKey, [client, claim.key, ms(now), claim.requestId, claim.requestHash])),
   keepAnswer: (query, client, key, answer) => Effect.asVoid(query(keepAnswer, [client, key, ...answerColumns(answer)])),
-  answerWaitingKeys: (query, client, hash, transfer) => Effect.asVoid(query(answerWaiting, [client, hash, transfer])),
+  answerWaitingKeys: (query, client, hash, answer) =>
+    Effect.asVoid(query(answerWaiting, [client, hash, ...answerColumns(answer)])),
   releaseKey: (query, client, key) => Effect.asVoid(query(releaseKey, [client, key])),
   insertTransfer: (query, t) =>
     Effect.map(query(insertTransfer, Object.values(transferRow(t, time))), (rows) => rows.length > 0),
@@ -138,6 +142,7 @@ export const make = Effect.gen(function*() {
 
   return TransferStorage.of({
     ...unitOfWork<TransferTx>(direct, statements),
+    ...pgRefundStorage(sql, direct),
     createClient: (client, keyHash, now) =>
       Effect.orDie(sql`INSERT INTO api_clients (id, name, key_hash, created_at)
         VALUES (${client.id}, ${client.name}, ${keyHash}, ${ms(now)})`),
@@ -170,7 +175,8 @@ export const make = Effect.gen(function*() {
     // Summed by the database in integers and read back as text: exact for any total, never a float.
     balance: (client) =>
       sql<{ merchant_id: string; currency: CurrencyCode; total: string }>`
-        SELECT recipient_merchant_id AS merchant_id, currency, CAST(SUM(amount) AS TEXT) AS total FROM transfers
+        SELECT recipient_merchant_id AS merchant_id, currency, CAST(SUM(amount - amount_refunded) AS TEXT) AS total
+        FROM transfers
         WHERE client_id = ${client} AND status = 'approved'
         GROUP BY recipient_merchant_id, currency ORDER BY recipient_merchant_id, currency`.pipe(
         Effect.map((rows) =>

@@ -2,6 +2,7 @@ import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, Effect } from "effect"
 import { Dialect } from "./Dialect.ts"
+import { m0009_refunds } from "./RefundMigration.ts"
 
 // One list for every database the service runs on; adapters/sql/Dialect.ts holds the few words that differ.
 const m0001_subscriptions = Effect.gen(function*() {
@@ -301,7 +302,8 @@ export const migrations = Migrator.fromRecord({
   "0005_unknown_outcomes": m0005_unknown_outcomes,
   "0006_webhooks": m0006_webhooks,
   "0007_subscriber_listing": m0007_subscriber_listing,
-  "0008_rate_limits": m0008_rate_limits
+  "0008_rate_limits": m0008_rate_limits,
+  "0009_refunds": m0009_refunds
 })
 
 const migrate = Migrator.make({})({ loader: migrations })

@@ -4,6 +4,7 @@ import type { CardBrand } from "../../core/payments/Card.ts"
 import type { CardErrorCode } from "../../core/payments/CardNetwork.ts"
 import type { CurrencyCode } from "../../core/payments/Currency.ts"
 import { KeptAnswer, type KeyRecord, type RequestHash } from "../../core/payments/Idempotency.ts"
+import type { RefundId } from "../../core/payments/Refund.ts"
 import { type ClientId, type Reference, Transfer, type TransferId } from "../../core/payments/Transfer.ts"
 import type { TransferStorageShape } from "../../core/payments/TransferStorage.ts"
 import { millisOf } from "./Dialect.ts"
@@ -15,6 +16,7 @@ export interface TransferRow {
   readonly client_id: string
   readonly reference: string
   readonly amount: number | bigint | string
+  readonly amount_refunded: number | bigint | string
   readonly currency: string
   readonly status: "pending" | "unknown" | "approved" | "declined"
   readonly sender_first_name: string
@@ -49,6 +51,7 @@ export const toTransfer = (r: TransferRow) =>
     clientId: r.client_id as ClientId,
     reference: r.reference as Reference,
     amount: BigInt(r.amount),
+    amountRefunded: BigInt(r.amount_refunded),
     currency: r.currency as CurrencyCode,
     status: r.status,
     sender: {
@@ -78,8 +81,9 @@ export const toTransfer = (r: TransferRow) =>
     ...(r.reconciled_at === null ? {} : { reconciledAt: DateTime.unsafeMake(millisOf(r.reconciled_at)) })
   }, { disableValidation: true })
 
-// The amount is read as text: SQLite drivers hand out INTEGERs as JS numbers, exact only up to 2^53.
-export const TransferColumns = `id, client_id, reference, CAST(amount AS TEXT) AS amount, currency, status,
+// Amounts are read as text: SQLite drivers hand out INTEGERs as JS numbers, exact only up to 2^53.
+export const TransferColumns = `id, client_id, reference, CAST(amount AS TEXT) AS amount,
+    CAST(amount_refunded AS TEXT) AS amount_refunded, currency, status,
     sender_first_name, sender_middle_name, sender_email, card_brand, card_last4, card_exp_month, card_exp_year,
     card_fingerprint, recipient_first_name, recipient_middle_name, recipient_email, recipient_merchant_id,
     failure_code, decline_code, authorization_code, created_at, request_hash, reconciled_at`
@@ -90,6 +94,7 @@ export const transferRow = (t: Transfer, time: (ms: number) => number | Date) =>
   client_id: t.clientId,
   reference: t.reference,
   amount: t.amount,
+  amount_refunded: t.amountRefunded,
   currency: t.currency,
   status: t.status,
   sender_first_name: t.sender.first_name,
@@ -126,11 +131,12 @@ export interface KeyRow {
   readonly request_hash: string
   readonly request_id: string | null
   readonly started_at: unknown
-  readonly answer: "transfer_made" | "reference_taken" | null
+  readonly answer: "transfer_made" | "reference_taken" | "refund_made" | null
   readonly transfer_id: string | null
+  readonly refund_id: string | null
 }
 
-export const KeyColumns = "request_hash, request_id, started_at, answer, transfer_id"
+export const KeyColumns = "request_hash, request_id, started_at, answer, transfer_id, refund_id"
 
 export const toKeyRecord = (r: KeyRow): KeyRecord => ({
   requestHash: r.request_hash as RequestHash,
@@ -140,14 +146,18 @@ export const toKeyRecord = (r: KeyRow): KeyRecord => ({
     ? undefined
     : r.answer === "transfer_made"
     ? KeptAnswer.TransferMade({ transferId: r.transfer_id as TransferId })
-    : KeptAnswer.ReferenceTaken({ existing: r.transfer_id as TransferId })
+    : r.answer === "reference_taken"
+    ? KeptAnswer.ReferenceTaken({ existing: r.transfer_id as TransferId })
+    : KeptAnswer.RefundMade({ refundId: r.refund_id as RefundId })
 })
 
-// An answer as the columns (answer, transfer_id).
+// An answer as the columns (answer, transfer_id, refund_id).
 export const answerColumns = (answer: KeptAnswer) =>
-  answer._tag === "TransferMade"
-    ? ["transfer_made", answer.transferId] as const
-    : ["reference_taken", answer.existing] as const
+  KeptAnswer.$match(answer, {
+    TransferMade: (a) => ["transfer_made", a.transferId, null] as const,
+    ReferenceTaken: (a) => ["reference_taken", a.existing, null] as const,
+    RefundMade: (a) => ["refund_made", null, a.refundId] as const
+  })
 
 // A client's transfers, newest first, a page after `startingAfter`, through @effect/sql: the PostgreSQL and
 // MariaDB stores' `list` (SQLite's is a prepared statement on its direct path), with each database's columns.

@@ -15,6 +15,7 @@ import {
   transferRow
 } from "../sql/TransferRows.ts"
 import { SqliteDirect } from "./SqliteClient.ts"
+import { sqliteRefundStatements, sqliteRefundStorage } from "./SqliteRefundStatements.ts"
 import { read, type Statements, unitOfWork, write } from "./SqliteUnitOfWork.ts"
 
 // The transfer storage on SQLite: statements over SqliteDirect, in the client's group commit. Statement texts
@@ -36,10 +37,10 @@ const keyRow = `SELECT ${KeyColumns} FROM idempotency_keys WHERE client_id = ? A
 const insertKey = `INSERT INTO idempotency_keys (client_id, idempotency_key, request_hash, request_id, started_at)
   VALUES (?, ?, ?, ?, ?) ON CONFLICT (client_id, idempotency_key) DO NOTHING`
 const restartKey = `UPDATE idempotency_keys SET started_at = ?, request_id = ?, request_hash = ?, answer = NULL,
-  transfer_id = NULL WHERE client_id = ? AND idempotency_key = ?`
-const keep = `UPDATE idempotency_keys SET answer = ?, transfer_id = ?
+  transfer_id = NULL, refund_id = NULL WHERE client_id = ? AND idempotency_key = ?`
+const keep = `UPDATE idempotency_keys SET answer = ?, transfer_id = ?, refund_id = ?
   WHERE client_id = ? AND idempotency_key = ? AND answer IS NULL`
-const answerWaiting = `UPDATE idempotency_keys SET answer = 'transfer_made', transfer_id = ?
+const answerWaiting = `UPDATE idempotency_keys SET answer = ?, transfer_id = ?, refund_id = ?
   WHERE client_id = ? AND request_hash = ? AND answer IS NULL`
 const releaseKey = `DELETE FROM idempotency_keys WHERE client_id = ? AND idempotency_key = ? AND answer IS NULL`
 const holder = `SELECT id FROM transfers WHERE client_id = ? AND reference = ?`
@@ -51,7 +52,8 @@ const unsettled = `SELECT ${TransferColumns}, reconcile_attempts FROM transfers
   WHERE status IN ('pending', 'unknown') AND (status = 'unknown' OR created_at <= ?)
     AND (reconcile_at IS NULL OR reconcile_at <= ?)
   ORDER BY created_at LIMIT ?`
-const balance = `SELECT recipient_merchant_id AS merchant_id, currency, CAST(SUM(amount) AS TEXT) AS total
+const balance = `SELECT recipient_merchant_id AS merchant_id, currency,
+  CAST(SUM(amount - amount_refunded) AS TEXT) AS total
   FROM transfers WHERE client_id = ? AND status = 'approved'
   GROUP BY recipient_merchant_id, currency ORDER BY recipient_merchant_id, currency`
 let insertTransfer: string | undefined
@@ -62,13 +64,14 @@ const insertTransferOf = (row: Record<string, unknown>) =>
 
 const statements: Statements<TransferTx> = {
   ...sqliteEventStatements,
+  ...sqliteRefundStatements,
   insertKey: (db, client, claim, now) =>
     db.run(insertKey, [client, claim.key, claim.requestHash, claim.requestId, millis(now)]) > 0,
   lockKey: (db, client, key) => Option.map(Option.fromNullable(db.get<KeyRow>(keyRow, [client, key])), toKeyRecord),
   restartKey: (db, client, claim, now) =>
     void db.run(restartKey, [millis(now), claim.requestId, claim.requestHash, client, claim.key]),
   keepAnswer: (db, client, key, answer) => void db.run(keep, [...answerColumns(answer), client, key]),
-  answerWaitingKeys: (db, client, hash, transfer) => void db.run(answerWaiting, [transfer, client, hash]),
+  answerWaitingKeys: (db, client, hash, answer) => void db.run(answerWaiting, [...answerColumns(answer), client, hash]),
   releaseKey: (db, client, key) => void db.run(releaseKey, [client, key]),
   insertTransfer: (db, t) => {
     const row = transferRow(t, identity)
@@ -90,7 +93,13 @@ export const layer = Layer.effect(
       reading((db) => Option.map(Option.fromNullable(db.get<TransferRow>(sql, params)), toTransfer))
 
     return TransferStorage.of({
-      ...unitOfWork<TransferTx>(direct, statements, ["lockKey", "referenceHolder", "liveEndpoints"]),
+      ...sqliteRefundStorage(direct),
+      ...unitOfWork<TransferTx>(direct, statements, [
+        "lockKey",
+        "referenceHolder",
+        "liveEndpoints",
+        "lockTransfer"
+      ]),
       createClient: (client, keyHash, now) =>
         writing((db) =>
           void db.run(`INSERT INTO api_clients (id, name, key_hash, created_at) VALUES (?, ?, ?, ?)`, [

@@ -4,6 +4,7 @@ import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Config, ConfigError, Either, Layer } from "effect"
 import type { OpenSqlite } from "../../adapters/sqlite/SqliteDriver.ts"
+import type { RefundStore } from "../../core/payments/RefundStore.ts"
 import type { TransferStore } from "../../core/payments/TransferStore.ts"
 import type { SubscriptionStore } from "../../core/subscriptions/SubscriptionStore.ts"
 import type { WebhookStore } from "../../core/webhooks/Webhooks.ts"
@@ -14,7 +15,13 @@ import { Sqlite } from "./storage/Sqlite.ts"
 // DATABASE_URL picks the storage adapter: the migrated database, its client and its stores, and the rate limit
 // store (the database's own when several instances share it). A database is one file in ./storage/ and one
 // line in `storages`.
-export type Storage = SqlClient | SubscriptionStore | TransferStore | WebhookStore | RateLimiter.RateLimiterStore
+export type Storage =
+  | SqlClient
+  | SubscriptionStore
+  | TransferStore
+  | RefundStore
+  | WebhookStore
+  | RateLimiter.RateLimiterStore
 
 export interface StorageAdapter {
   // The DATABASE_URL forms it takes, as the error at start names them.

@@ -4,6 +4,7 @@ import { AdminAuth } from "./AdminAuth.ts"
 import { InternalError, Unauthorized } from "./ApiError.ts"
 import { FeedsApi } from "./FeedsApi.ts"
 import { documented, pipelineAnswers } from "./OpenApiDocument.ts"
+import { RefundsApi } from "./RefundsApi.ts"
 import { SubscriptionsApi } from "./SubscriptionsApi.ts"
 import { TransfersApi } from "./TransfersApi.ts"
 import { WebhooksApi } from "./WebhooksApi.ts"
@@ -53,7 +54,9 @@ export class MetaApi extends HttpApiGroup.make("meta")
 {}
 
 export class Api
-  extends HttpApi.make("paysub").add(SubscriptionsApi).add(FeedsApi).add(TransfersApi).add(MetaApi).add(WebhooksApi)
+  extends HttpApi.make("paysub").add(SubscriptionsApi).add(FeedsApi).add(TransfersApi).add(RefundsApi).add(MetaApi).add(
+    WebhooksApi
+  )
     .addError(InternalError)
     .annotateContext(OpenApi.annotations({
       title: "paysub",

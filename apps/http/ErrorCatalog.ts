@@ -175,10 +175,29 @@ export const ErrorCatalog = {
     summary: "This Idempotency-Key was used with a different request body.",
     fix: "Use a new key for a different request."
   },
+  amount_too_large: {
+    type: "invalid_request_error",
+    status: 400,
+    summary: "The refund's amount is more than is left to refund of its transfer; `message` says how much is left.",
+    fix:
+      "Refund at most what is left (the transfer's amount less its amount_refunded), or leave amount out for all of it."
+  },
+  transfer_already_refunded: {
+    type: "invalid_request_error",
+    status: 400,
+    summary: "The transfer has been refunded in full (pending and unknown refunds count until they fail).",
+    fix: "Nothing is left to refund; list the transfer's refunds to see them."
+  },
+  transfer_not_refundable: {
+    type: "invalid_request_error",
+    status: 400,
+    summary: "Only an approved transfer can be refunded; `message` gives the transfer's status.",
+    fix: "Wait until a pending or unknown transfer is approved; a declined transfer moved no money."
+  },
   card_network_unavailable: {
     type: "api_error",
     status: 503,
-    summary: "The card network could not be reached; no transfer was made.",
+    summary: "The card network could not be reached; no transfer or refund was made.",
     fix: "Retry later with the same Idempotency-Key."
   },
   url_refused: {

@@ -85,6 +85,20 @@ export const countTransfer = (outcome: string, code = "", declineCode = "") =>
     ])
   )
 
+export const refunds = Metric.counter("refunds_total", {
+  description: "Refund answers, by status (succeeded, failed, unknown) and failure_reason",
+  incremental: true
+})
+
+export const countRefund = (status: string, failureReason = "") =>
+  refunds.unsafeUpdate(
+    1,
+    labels(`refund ${status} ${failureReason}`, () => [
+      MetricLabel.make("status", status),
+      MetricLabel.make("failure_reason", failureReason)
+    ])
+  )
+
 const mailSends = Metric.counter("mail_sends_total", {
   description: "Mails handed to the mail server",
   incremental: true

@@ -19,7 +19,7 @@ export const Headers = {
     "The request's id: the client's own X-Request-Id when it is 1-64 characters of [A-Za-z0-9_.-], else req_ and 32 hex digits. Error bodies repeat it as request_id.",
     { type: "string", pattern: "^[\\w.-]{1,64}$" }
   ),
-  Location: header("The URL of the transfer.", { type: "string", format: "uri" }),
+  Location: header("The URL of the transfer or refund made.", { type: "string", format: "uri" }),
   ETag: header("A strong validator of the representation; send it back as If-None-Match."),
   "Last-Modified": header("When the data last changed (an HTTP date); send it back as If-Modified-Since."),
   "Cache-Control": header("How long and by whom the answer may be cached."),

@@ -31,6 +31,9 @@ export const TransferView = Schema.Struct({
   reference: Schema.String,
   amount: Schema.String,
   currency: Schema.String,
+  // What its refunds took back (pending, unknown and succeeded ones; docs/refunds.md), and whether that is all.
+  amount_refunded: Schema.String,
+  refunded: Schema.Boolean,
   status: Schema.Literal("pending", "unknown", "approved", "declined"),
   sender: Schema.Struct({
     ...Party,
@@ -55,6 +58,8 @@ export const transferView = (t: Transfer): typeof TransferView.Type => ({
   reference: t.reference,
   amount: formatAmount(t.amount, t.currency),
   currency: t.currency,
+  amount_refunded: formatAmount(t.amountRefunded, t.currency),
+  refunded: t.amountRefunded === t.amount,
   status: t.status,
   sender: t.sender,
   recipient: t.recipient,
@@ -69,6 +74,8 @@ const transferExample = {
   reference: "order-1001",
   amount: "12.30",
   currency: "USD",
+  amount_refunded: "0.00",
+  refunded: false,
   status: "approved" as const,
   sender: {
     first_name: "Ann",
@@ -164,7 +171,7 @@ export class TransfersApi extends HttpApiGroup.make("transfers")
   .add(
     HttpApiEndpoint.get("balance", "/merchant/balance").addSuccess(BalanceView).annotateContext(documented(
       "Get the balances",
-      "The exact sum of the client's approved transfers, per recipient merchant and currency."
+      "The exact sum of the client's approved transfers net of their refunds (pending, unknown and succeeded ones), per recipient merchant and currency."
     ))
   )
   .addError(Unauthorized)

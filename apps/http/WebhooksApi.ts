@@ -12,7 +12,7 @@ import { BadRequest, NotFound, Unauthorized, UnsupportedMediaType } from "./ApiE
 import { documented } from "./OpenApiDocument.ts"
 import { Limit } from "./Paging.ts"
 
-// The owner a key speaks for: a merchant key its client (transfer.* events), the admin key "admin"
+// The owner a key speaks for: a merchant key its client (transfer.* and refund.* events), the admin key "admin"
 // (subscription.* events).
 export class CurrentOwner extends Context.Tag("CurrentOwner")<CurrentOwner, Owner>() {}
 
@@ -40,7 +40,7 @@ export const CreateEndpointPayload = Schema.Struct({
     Schema.maxItems(10),
     Schema.annotations({
       description:
-        "Event types, or \"*\" for all of the key's: a merchant key's are transfer.*, the admin key's subscription.*; asking for another owner's is 400 parameter_invalid."
+        "Event types, or \"*\" for all of the key's: a merchant key's are transfer.* and refund.*, the admin key's subscription.*; asking for another owner's is 400 parameter_invalid."
     })
   )
 }).annotations({ examples: [{ url: "https://hooks.example.com/paysub", enabled_events: ["transfer.approved"] }] })
@@ -186,6 +186,6 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .middleware(WebhookAuth)
   .annotateContext(OpenApi.annotations({
     description:
-      "Webhook endpoints and the events sent to them: a merchant key gets transfer.* events, the admin key subscription.* events."
+      "Webhook endpoints and the events sent to them: a merchant key gets transfer.* and refund.* events, the admin key subscription.* events."
   }))
 {}

@@ -57,6 +57,32 @@ describe("a client generated from the document", () => {
     assert.strictEqual(again.response.status, 304)
   })
 
+  it("refunds part of a transfer and reads the refund and the transfer's amount refunded", async () => {
+    const created = await client.POST("/merchant/transfers/payment", { body: transfer("4242424242424242") })
+    const id = created.data!.payment_transfer.id
+    const refunded = await client.POST("/merchant/transfers/payment/{id}/refunds", {
+      params: { path: { id }, header: { "idempotency-key": uniqueReference("refund") } },
+      body: { amount: "2.30", reason: "requested_by_customer" }
+    })
+    assert.strictEqual(refunded.response.status, 201)
+    assert.deepInclude(refunded.data!.refund, { transfer: id, amount: "2.30", status: "succeeded" })
+    const read = await client.GET("/merchant/refunds/{id}", { params: { path: { id: refunded.data!.refund.id } } })
+    assert.deepStrictEqual(read.data!.refund, refunded.data!.refund)
+    const listed = await client.GET("/merchant/transfers/payment/{id}/refunds", {
+      params: { path: { id }, query: { limit: 1 } }
+    })
+    assert.strictEqual(listed.data!.data[0]!.id, refunded.data!.refund.id)
+    assert.isFalse(listed.data!.has_more)
+    const after = await client.GET("/merchant/transfers/payment/{id}", { params: { path: { id } } })
+    assert.deepInclude(after.data!.payment_transfer, { amount_refunded: "2.30", refunded: false })
+    const tooMuch = await client.POST("/merchant/transfers/payment/{id}/refunds", {
+      params: { path: { id } },
+      body: { amount: "10.01" }
+    })
+    assert.strictEqual(tooMuch.response.status, 400)
+    assert.strictEqual(tooMuch.error!.error.code, "amount_too_large")
+  })
+
   it("gets a 402 with the card error as its typed error body", async () => {
     const declined = await client.POST("/merchant/transfers/payment", { body: transfer("4000000000000002") })
     assert.strictEqual(declined.response.status, 402)

@@ -321,7 +321,7 @@ export interface paths {
         };
         /**
          * Get the balances
-         * @description The exact sum of the client's approved transfers, per recipient merchant and currency.
+         * @description The exact sum of the client's approved transfers net of their refunds (pending, unknown and succeeded ones), per recipient merchant and currency.
          */
         readonly get: operations["transfers.balance"];
         readonly put?: never;
@@ -343,6 +343,74 @@ export interface paths {
          * @description The request as the server received it, as message/http (RFC 9110 9.3.8), for debugging proxies; with HTTP_TRACE=off, 405 and Allow.
          */
         readonly trace: operations["transfers.balance.trace"];
+    };
+    readonly "/merchant/transfers/payment/{id}/refunds": {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        /**
+         * List a transfer's refunds
+         * @description The refunds of one of the client's transfers, newest first, a page at a time: pass the last id of a page as starting_after for the next. Another client's transfer is 404, as is a starting_after that names no refund of this transfer.
+         */
+        readonly get: operations["refunds.list"];
+        readonly put?: never;
+        /**
+         * Refund a transfer
+         * @description Gives back `amount` (all that is left when absent) of one of the client's approved transfers, in the transfer's currency. 201 with the refund, succeeded or failed (failure_reason says why; a failed refund gives its amount back); 202 with status unknown when the card network's answer was lost (the refund is reconciled later, and counts against the transfer until then). Refused with 400: amount_too_large (more than is left), transfer_already_refunded, transfer_not_refundable (not approved), parameter_invalid. With an Idempotency-Key, a retry with the same parameters replays the first answer byte for byte with Idempotent-Replayed: true; a refusal does not keep the key.
+         */
+        readonly post: operations["refunds.create"];
+        readonly delete?: never;
+        /**
+         * Methods of /merchant/transfers/payment/{id}/refunds
+         * @description The methods /merchant/transfers/payment/{id}/refunds takes, in Allow (GET, POST, HEAD, OPTIONS). From an origin in SUBSCRIBE_ALLOWED_ORIGINS, POST /subscribe's preflight also answers CORS.
+         */
+        readonly options: operations["refunds.list.options"];
+        /**
+         * List a transfer's refunds (header fields only)
+         * @description HEAD of /merchant/transfers/payment/{id}/refunds: the header fields GET would send, Content-Length included, without the body.
+         */
+        readonly head: operations["refunds.list.head"];
+        readonly patch?: never;
+        /**
+         * Echo a request to /merchant/transfers/payment/{id}/refunds
+         * @description The request as the server received it, as message/http (RFC 9110 9.3.8), for debugging proxies; with HTTP_TRACE=off, 405 and Allow.
+         */
+        readonly trace: operations["refunds.list.trace"];
+    };
+    readonly "/merchant/refunds/{id}": {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        /**
+         * Get a refund
+         * @description One of the client's refunds by id, in its current state. Conditional: send the ETag back as If-None-Match for a 304. Another client's refund, or a malformed id, is 404.
+         */
+        readonly get: operations["refunds.get"];
+        readonly put?: never;
+        readonly post?: never;
+        readonly delete?: never;
+        /**
+         * Methods of /merchant/refunds/{id}
+         * @description The methods /merchant/refunds/{id} takes, in Allow (GET, HEAD, OPTIONS). From an origin in SUBSCRIBE_ALLOWED_ORIGINS, POST /subscribe's preflight also answers CORS.
+         */
+        readonly options: operations["refunds.get.options"];
+        /**
+         * Get a refund (header fields only)
+         * @description HEAD of /merchant/refunds/{id}: the header fields GET would send, Content-Length included, without the body.
+         */
+        readonly head: operations["refunds.get.head"];
+        readonly patch?: never;
+        /**
+         * Echo a request to /merchant/refunds/{id}
+         * @description The request as the server received it, as message/http (RFC 9110 9.3.8), for debugging proxies; with HTTP_TRACE=off, 405 and Allow.
+         */
+        readonly trace: operations["refunds.get.trace"];
     };
     readonly "/healthz": {
         readonly parameters: {
@@ -969,7 +1037,7 @@ export interface components {
     headers: {
         /** @description The request's id: the client's own X-Request-Id when it is 1-64 characters of [A-Za-z0-9_.-], else req_ and 32 hex digits. Error bodies repeat it as request_id. */
         readonly "X-Request-Id": string;
-        /** @description The URL of the transfer. */
+        /** @description The URL of the transfer or refund made. */
         readonly Location: string;
         /** @description A strong validator of the representation; send it back as If-None-Match. */
         readonly ETag: string;
@@ -1107,7 +1175,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -1350,7 +1418,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -1624,7 +1692,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -1826,7 +1894,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -2100,7 +2168,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -2302,7 +2370,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -2615,7 +2683,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -2919,7 +2987,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -3204,7 +3272,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -3513,7 +3581,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -3728,7 +3796,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -3857,7 +3925,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -4074,6 +4142,8 @@ export interface operations {
                      *           "reference": "order-1001",
                      *           "amount": "12.30",
                      *           "currency": "USD",
+                     *           "amount_refunded": "0.00",
+                     *           "refunded": false,
                      *           "status": "approved",
                      *           "sender": {
                      *             "first_name": "Ann",
@@ -4105,6 +4175,8 @@ export interface operations {
                             readonly reference: string;
                             readonly amount: string;
                             readonly currency: string;
+                            readonly amount_refunded: string;
+                            readonly refunded: boolean;
                             /** @enum {string} */
                             readonly status: "pending" | "unknown" | "approved" | "declined";
                             readonly sender: {
@@ -4253,7 +4325,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -4358,6 +4430,8 @@ export interface operations {
                      *         "reference": "order-1001",
                      *         "amount": "12.30",
                      *         "currency": "USD",
+                     *         "amount_refunded": "0.00",
+                     *         "refunded": false,
                      *         "status": "approved",
                      *         "sender": {
                      *           "first_name": "Ann",
@@ -4385,6 +4459,8 @@ export interface operations {
                             readonly reference: string;
                             readonly amount: string;
                             readonly currency: string;
+                            readonly amount_refunded: string;
+                            readonly refunded: boolean;
                             /** @enum {string} */
                             readonly status: "pending" | "unknown" | "approved" | "declined";
                             readonly sender: {
@@ -4428,6 +4504,8 @@ export interface operations {
                      *         "reference": "order-1001",
                      *         "amount": "12.30",
                      *         "currency": "USD",
+                     *         "amount_refunded": "0.00",
+                     *         "refunded": false,
                      *         "status": "approved",
                      *         "sender": {
                      *           "first_name": "Ann",
@@ -4455,6 +4533,8 @@ export interface operations {
                             readonly reference: string;
                             readonly amount: string;
                             readonly currency: string;
+                            readonly amount_refunded: string;
+                            readonly refunded: boolean;
                             /** @enum {string} */
                             readonly status: "pending" | "unknown" | "approved" | "declined";
                             readonly sender: {
@@ -4688,7 +4768,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -4896,6 +4976,8 @@ export interface operations {
                      *         "reference": "order-1001",
                      *         "amount": "12.30",
                      *         "currency": "USD",
+                     *         "amount_refunded": "0.00",
+                     *         "refunded": false,
                      *         "status": "approved",
                      *         "sender": {
                      *           "first_name": "Ann",
@@ -4923,6 +5005,8 @@ export interface operations {
                             readonly reference: string;
                             readonly amount: string;
                             readonly currency: string;
+                            readonly amount_refunded: string;
+                            readonly refunded: boolean;
                             /** @enum {string} */
                             readonly status: "pending" | "unknown" | "approved" | "declined";
                             readonly sender: {
@@ -5082,7 +5166,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -5412,7 +5496,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -5544,6 +5628,1069 @@ export interface operations {
                 content: {
                     /**
                      * @example TRACE /merchant/balance HTTP/1.1
+                     *     host: api
+                     */
+                    readonly "message/http": string;
+                };
+            };
+            /** @description The Host header is not a valid authority (a host name or IP address, and a port from 0 to 65535). */
+            readonly 400: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request_error",
+                     *         "code": "parameter_invalid",
+                     *         "message": "A parameter has the wrong type, format or length.",
+                     *         "param": "payment_transfer.amount",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#parameter_invalid",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["BadRequest"];
+                };
+            };
+            readonly 405: components["responses"]["MethodNotAllowed"];
+        };
+    };
+    readonly "refunds.list": {
+        readonly parameters: {
+            readonly query?: {
+                readonly limit?: number;
+                /** @description a string matching the pattern ^re_[0-9A-Za-z]{24}$ */
+                readonly starting_after?: string;
+            };
+            readonly header?: never;
+            readonly path: {
+                readonly id: string;
+            };
+            readonly cookie?: never;
+        };
+        readonly requestBody?: never;
+        readonly responses: {
+            /** @description Success */
+            readonly 200: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "re_4nQk8Vb2xYt7LwZ3mRs9PaCd",
+                     *           "transfer": "tr_8mZkq3Vb9xYt2LwQ4nRs6PaC",
+                     *           "amount": "5.00",
+                     *           "currency": "USD",
+                     *           "status": "succeeded",
+                     *           "reason": "requested_by_customer",
+                     *           "created": "2026-01-06T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false
+                     *     }
+                     */
+                    readonly "application/json": {
+                        /** @enum {string} */
+                        readonly object: "list";
+                        readonly data: readonly {
+                            readonly id: string;
+                            readonly transfer: string;
+                            readonly amount: string;
+                            readonly currency: string;
+                            /** @enum {string} */
+                            readonly status: "pending" | "unknown" | "succeeded" | "failed";
+                            /** @enum {string} */
+                            readonly reason?: "duplicate" | "fraudulent" | "requested_by_customer";
+                            readonly created: string;
+                            /** @enum {string} */
+                            readonly failure_reason?: "expired_or_canceled_card" | "lost_or_stolen_card" | "declined" | "insufficient_funds" | "unknown";
+                        }[];
+                        readonly has_more: boolean;
+                    };
+                };
+            };
+            /** @description The request did not match the expected schema */
+            readonly 400: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request_error",
+                     *         "code": "parameter_invalid",
+                     *         "message": "A parameter has the wrong type, format or length.",
+                     *         "param": "payment_transfer.amount",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#parameter_invalid",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["BadRequest"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            readonly 401: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "authentication_error",
+                     *         "code": "api_key_invalid",
+                     *         "message": "The API key is missing, malformed or not valid.",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#api_key_invalid",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["Unauthorized"];
+                };
+            };
+            /** @description Not found */
+            readonly 404: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request_error",
+                     *         "code": "resource_missing",
+                     *         "message": "The resource named in the request does not exist.",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#resource_missing",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["NotFound"];
+                };
+            };
+            /** @description Too many requests in a short time from this address or API key. */
+            readonly 429: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly "Retry-After": components["headers"]["Retry-After"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "rate_limit_error",
+                     *         "code": "rate_limited",
+                     *         "message": "Too many requests in a short time from this address or API key.",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#rate_limited",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["BadRequest"];
+                };
+            };
+            /** @description Internal error */
+            readonly 500: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "api_error",
+                     *         "code": "internal_error",
+                     *         "message": "Something went wrong on our side; nothing was half-written.",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#internal_error",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description A dependency (the database, the card network) is unavailable. */
+            readonly 503: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly "Retry-After": components["headers"]["Retry-After"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "api_error",
+                     *         "code": "card_network_unavailable",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["BadRequest"];
+                };
+            };
+        };
+    };
+    readonly "refunds.create": {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: {
+                /** @description a string matching the pattern ^[\x21-\x7E]{1,255}$ */
+                readonly "idempotency-key"?: string;
+            };
+            readonly path: {
+                readonly id: string;
+            };
+            readonly cookie?: never;
+        };
+        readonly requestBody?: {
+            readonly content: {
+                /**
+                 * @example {
+                 *       "amount": "5.00",
+                 *       "reason": "requested_by_customer"
+                 *     }
+                 */
+                readonly "application/json": {
+                    /** @description A decimal string greater than zero, with at most as many fraction digits as the transfer's currency allows, and at most what is left to refund. Absent: all that is left. */
+                    readonly amount?: string;
+                    /** @enum {string} */
+                    readonly reason?: "duplicate" | "fraudulent" | "requested_by_customer";
+                };
+            };
+        };
+        readonly responses: {
+            /** @description Success */
+            readonly 201: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly Location: components["headers"]["Location"];
+                    readonly "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "refund": {
+                     *         "id": "re_4nQk8Vb2xYt7LwZ3mRs9PaCd",
+                     *         "transfer": "tr_8mZkq3Vb9xYt2LwQ4nRs6PaC",
+                     *         "amount": "5.00",
+                     *         "currency": "USD",
+                     *         "status": "succeeded",
+                     *         "reason": "requested_by_customer",
+                     *         "created": "2026-01-06T09:30:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": {
+                        readonly refund: {
+                            readonly id: string;
+                            readonly transfer: string;
+                            readonly amount: string;
+                            readonly currency: string;
+                            /** @enum {string} */
+                            readonly status: "pending" | "unknown" | "succeeded" | "failed";
+                            /** @enum {string} */
+                            readonly reason?: "duplicate" | "fraudulent" | "requested_by_customer";
+                            readonly created: string;
+                            /** @enum {string} */
+                            readonly failure_reason?: "expired_or_canceled_card" | "lost_or_stolen_card" | "declined" | "insufficient_funds" | "unknown";
+                        };
+                    };
+                };
+            };
+            /** @description Success */
+            readonly 202: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly Location: components["headers"]["Location"];
+                    readonly "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "refund": {
+                     *         "id": "re_4nQk8Vb2xYt7LwZ3mRs9PaCd",
+                     *         "transfer": "tr_8mZkq3Vb9xYt2LwQ4nRs6PaC",
+                     *         "amount": "5.00",
+                     *         "currency": "USD",
+                     *         "status": "unknown",
+                     *         "reason": "requested_by_customer",
+                     *         "created": "2026-01-06T09:30:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": {
+                        readonly refund: {
+                            readonly id: string;
+                            readonly transfer: string;
+                            readonly amount: string;
+                            readonly currency: string;
+                            /** @enum {string} */
+                            readonly status: "pending" | "unknown" | "succeeded" | "failed";
+                            /** @enum {string} */
+                            readonly reason?: "duplicate" | "fraudulent" | "requested_by_customer";
+                            readonly created: string;
+                            /** @enum {string} */
+                            readonly failure_reason?: "expired_or_canceled_card" | "lost_or_stolen_card" | "declined" | "insufficient_funds" | "unknown";
+                        };
+                    };
+                };
+            };
+            /** @description The request did not match the expected schema */
+            readonly 400: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request_error",
+                     *         "code": "parameter_invalid",
+                     *         "message": "A parameter has the wrong type, format or length.",
+                     *         "param": "payment_transfer.amount",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#parameter_invalid",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["BadRequest"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            readonly 401: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "authentication_error",
+                     *         "code": "api_key_invalid",
+                     *         "message": "The API key is missing, malformed or not valid.",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#api_key_invalid",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["Unauthorized"];
+                };
+            };
+            /** @description Not found */
+            readonly 404: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request_error",
+                     *         "code": "resource_missing",
+                     *         "message": "The resource named in the request does not exist.",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#resource_missing",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["NotFound"];
+                };
+            };
+            /** @description Conflict */
+            readonly 409: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request_error",
+                     *         "code": "duplicate_reference",
+                     *         "message": "A transfer with this reference already exists for this client; `message` names it.",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#duplicate_reference",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["Conflict"];
+                };
+            };
+            /** @description Body too large */
+            readonly 413: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request_error",
+                     *         "code": "body_too_large",
+                     *         "message": "The request body is larger than the service accepts.",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#body_too_large",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["PayloadTooLarge"];
+                };
+            };
+            /** @description Unsupported Content-Type */
+            readonly 415: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request_error",
+                     *         "code": "unsupported_media_type",
+                     *         "message": "The request body has a Content-Type this endpoint does not accept.",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#unsupported_media_type",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["UnsupportedMediaType"];
+                };
+            };
+            /** @description Idempotency-Key reused with another body */
+            readonly 422: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "idempotency_error",
+                     *         "code": "idempotency_key_reused",
+                     *         "message": "This Idempotency-Key was used with a different request body.",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#idempotency_key_reused",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["UnprocessableEntity"];
+                };
+            };
+            /** @description Too many requests in a short time from this address or API key. */
+            readonly 429: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly "Retry-After": components["headers"]["Retry-After"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "rate_limit_error",
+                     *         "code": "rate_limited",
+                     *         "message": "Too many requests in a short time from this address or API key.",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#rate_limited",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["BadRequest"];
+                };
+            };
+            /** @description Internal error */
+            readonly 500: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "api_error",
+                     *         "code": "internal_error",
+                     *         "message": "Something went wrong on our side; nothing was half-written.",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#internal_error",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description A dependency is unavailable */
+            readonly 503: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly "Retry-After": components["headers"]["Retry-After"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "api_error",
+                     *         "code": "card_network_unavailable",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["ServiceUnavailable"];
+                };
+            };
+        };
+    };
+    readonly "refunds.list.options": {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path: {
+                readonly id: string;
+            };
+            readonly cookie?: never;
+        };
+        readonly requestBody?: never;
+        readonly responses: {
+            /** @description The methods this path takes. */
+            readonly 204: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly Allow: components["headers"]["Allow"];
+                    readonly [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The Host header is not a valid authority (a host name or IP address, and a port from 0 to 65535). */
+            readonly 400: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request_error",
+                     *         "code": "parameter_invalid",
+                     *         "message": "A parameter has the wrong type, format or length.",
+                     *         "param": "payment_transfer.amount",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#parameter_invalid",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["BadRequest"];
+                };
+            };
+        };
+    };
+    readonly "refunds.list.head": {
+        readonly parameters: {
+            readonly query?: {
+                readonly limit?: number;
+                /** @description a string matching the pattern ^re_[0-9A-Za-z]{24}$ */
+                readonly starting_after?: string;
+            };
+            readonly header?: never;
+            readonly path: {
+                readonly id: string;
+            };
+            readonly cookie?: never;
+        };
+        readonly requestBody?: never;
+        readonly responses: {
+            /** @description Success */
+            readonly 200: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request did not match the expected schema */
+            readonly 400: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid API key */
+            readonly 401: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not found */
+            readonly 404: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many requests in a short time from this address or API key. */
+            readonly 429: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly "Retry-After": components["headers"]["Retry-After"];
+                    readonly [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Internal error */
+            readonly 500: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A dependency (the database, the card network) is unavailable. */
+            readonly 503: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly "Retry-After": components["headers"]["Retry-After"];
+                    readonly [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    readonly "refunds.list.trace": {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path: {
+                readonly id: string;
+            };
+            readonly cookie?: never;
+        };
+        readonly requestBody?: never;
+        readonly responses: {
+            /** @description The request as received. */
+            readonly 200: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example TRACE /merchant/transfers/payment/{id}/refunds HTTP/1.1
+                     *     host: api
+                     */
+                    readonly "message/http": string;
+                };
+            };
+            /** @description The Host header is not a valid authority (a host name or IP address, and a port from 0 to 65535). */
+            readonly 400: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request_error",
+                     *         "code": "parameter_invalid",
+                     *         "message": "A parameter has the wrong type, format or length.",
+                     *         "param": "payment_transfer.amount",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#parameter_invalid",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["BadRequest"];
+                };
+            };
+            readonly 405: components["responses"]["MethodNotAllowed"];
+        };
+    };
+    readonly "refunds.get": {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: {
+                readonly "if-none-match"?: string;
+                readonly "if-modified-since"?: string;
+            };
+            readonly path: {
+                readonly id: string;
+            };
+            readonly cookie?: never;
+        };
+        readonly requestBody?: never;
+        readonly responses: {
+            /** @description Success */
+            readonly 200: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly ETag: components["headers"]["ETag"];
+                    readonly "Last-Modified": components["headers"]["Last-Modified"];
+                    readonly "Cache-Control": components["headers"]["Cache-Control"];
+                    readonly Expires: components["headers"]["Expires"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "refund": {
+                     *         "id": "re_4nQk8Vb2xYt7LwZ3mRs9PaCd",
+                     *         "transfer": "tr_8mZkq3Vb9xYt2LwQ4nRs6PaC",
+                     *         "amount": "5.00",
+                     *         "currency": "USD",
+                     *         "status": "succeeded",
+                     *         "reason": "requested_by_customer",
+                     *         "created": "2026-01-06T09:30:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": {
+                        readonly refund: {
+                            readonly id: string;
+                            readonly transfer: string;
+                            readonly amount: string;
+                            readonly currency: string;
+                            /** @enum {string} */
+                            readonly status: "pending" | "unknown" | "succeeded" | "failed";
+                            /** @enum {string} */
+                            readonly reason?: "duplicate" | "fraudulent" | "requested_by_customer";
+                            readonly created: string;
+                            /** @enum {string} */
+                            readonly failure_reason?: "expired_or_canceled_card" | "lost_or_stolen_card" | "declined" | "insufficient_funds" | "unknown";
+                        };
+                    };
+                };
+            };
+            /** @description Not modified: the representation matches If-None-Match (or is not newer than If-Modified-Since). */
+            readonly 304: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly ETag: components["headers"]["ETag"];
+                    readonly "Last-Modified": components["headers"]["Last-Modified"];
+                    readonly "Cache-Control": components["headers"]["Cache-Control"];
+                    readonly Expires: components["headers"]["Expires"];
+                    readonly [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request did not match the expected schema */
+            readonly 400: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request_error",
+                     *         "code": "parameter_invalid",
+                     *         "message": "A parameter has the wrong type, format or length.",
+                     *         "param": "payment_transfer.amount",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#parameter_invalid",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["BadRequest"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            readonly 401: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "authentication_error",
+                     *         "code": "api_key_invalid",
+                     *         "message": "The API key is missing, malformed or not valid.",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#api_key_invalid",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["Unauthorized"];
+                };
+            };
+            /** @description Not found */
+            readonly 404: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request_error",
+                     *         "code": "resource_missing",
+                     *         "message": "The resource named in the request does not exist.",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#resource_missing",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["NotFound"];
+                };
+            };
+            /** @description Too many requests in a short time from this address or API key. */
+            readonly 429: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly "Retry-After": components["headers"]["Retry-After"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "rate_limit_error",
+                     *         "code": "rate_limited",
+                     *         "message": "Too many requests in a short time from this address or API key.",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#rate_limited",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["BadRequest"];
+                };
+            };
+            /** @description Internal error */
+            readonly 500: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "api_error",
+                     *         "code": "internal_error",
+                     *         "message": "Something went wrong on our side; nothing was half-written.",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#internal_error",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description A dependency (the database, the card network) is unavailable. */
+            readonly 503: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly "Retry-After": components["headers"]["Retry-After"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "api_error",
+                     *         "code": "card_network_unavailable",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["BadRequest"];
+                };
+            };
+        };
+    };
+    readonly "refunds.get.options": {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path: {
+                readonly id: string;
+            };
+            readonly cookie?: never;
+        };
+        readonly requestBody?: never;
+        readonly responses: {
+            /** @description The methods this path takes. */
+            readonly 204: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly Allow: components["headers"]["Allow"];
+                    readonly [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The Host header is not a valid authority (a host name or IP address, and a port from 0 to 65535). */
+            readonly 400: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "type": "invalid_request_error",
+                     *         "code": "parameter_invalid",
+                     *         "message": "A parameter has the wrong type, format or length.",
+                     *         "param": "payment_transfer.amount",
+                     *         "doc_url": "https://api.paysub.test/docs/errors#parameter_invalid",
+                     *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    readonly "application/json": components["schemas"]["BadRequest"];
+                };
+            };
+        };
+    };
+    readonly "refunds.get.head": {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: {
+                readonly "if-none-match"?: string;
+                readonly "if-modified-since"?: string;
+            };
+            readonly path: {
+                readonly id: string;
+            };
+            readonly cookie?: never;
+        };
+        readonly requestBody?: never;
+        readonly responses: {
+            /** @description Success */
+            readonly 200: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly ETag: components["headers"]["ETag"];
+                    readonly "Last-Modified": components["headers"]["Last-Modified"];
+                    readonly "Cache-Control": components["headers"]["Cache-Control"];
+                    readonly Expires: components["headers"]["Expires"];
+                    readonly [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not modified: the representation matches If-None-Match (or is not newer than If-Modified-Since). */
+            readonly 304: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly ETag: components["headers"]["ETag"];
+                    readonly "Last-Modified": components["headers"]["Last-Modified"];
+                    readonly "Cache-Control": components["headers"]["Cache-Control"];
+                    readonly Expires: components["headers"]["Expires"];
+                    readonly [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request did not match the expected schema */
+            readonly 400: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid API key */
+            readonly 401: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not found */
+            readonly 404: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many requests in a short time from this address or API key. */
+            readonly 429: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly "Retry-After": components["headers"]["Retry-After"];
+                    readonly [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Internal error */
+            readonly 500: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A dependency (the database, the card network) is unavailable. */
+            readonly 503: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly "Retry-After": components["headers"]["Retry-After"];
+                    readonly [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    readonly "refunds.get.trace": {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path: {
+                readonly id: string;
+            };
+            readonly cookie?: never;
+        };
+        readonly requestBody?: never;
+        readonly responses: {
+            /** @description The request as received. */
+            readonly 200: {
+                headers: {
+                    readonly "X-Request-Id": components["headers"]["X-Request-Id"];
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example TRACE /merchant/refunds/{id} HTTP/1.1
                      *     host: api
                      */
                     readonly "message/http": string;
@@ -5863,7 +7010,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -6722,7 +7869,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -7003,7 +8150,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -7039,9 +8186,9 @@ export interface operations {
                     readonly url: string;
                     /**
                      * maxItems(10)
-                     * @description Event types, or "*" for all of the key's: a merchant key's are transfer.*, the admin key's subscription.*; asking for another owner's is 400 parameter_invalid.
+                     * @description Event types, or "*" for all of the key's: a merchant key's are transfer.* and refund.*, the admin key's subscription.*; asking for another owner's is 400 parameter_invalid.
                      */
-                    readonly enabled_events: readonly ("transfer.unknown" | "transfer.approved" | "transfer.declined" | "subscription.confirmed" | "subscription.unsubscribed" | "*")[];
+                    readonly enabled_events: readonly ("transfer.unknown" | "transfer.approved" | "transfer.declined" | "refund.created" | "refund.updated" | "subscription.confirmed" | "subscription.unsubscribed" | "*")[];
                 };
             };
         };
@@ -7198,7 +8345,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -7491,7 +8638,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -7619,7 +8766,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -7928,7 +9075,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -8036,7 +9183,7 @@ export interface operations {
     readonly "webhooks.events": {
         readonly parameters: {
             readonly query?: {
-                readonly type?: "transfer.unknown" | "transfer.approved" | "transfer.declined" | "subscription.confirmed" | "subscription.unsubscribed";
+                readonly type?: "transfer.unknown" | "transfer.approved" | "transfer.declined" | "refund.created" | "refund.updated" | "subscription.confirmed" | "subscription.unsubscribed";
                 readonly limit?: number;
                 /** @description a string matching the pattern ^evt_[0-9A-Za-z]{24}$ */
                 readonly starting_after?: string;
@@ -8154,7 +9301,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -8210,7 +9357,7 @@ export interface operations {
     readonly "webhooks.events.head": {
         readonly parameters: {
             readonly query?: {
-                readonly type?: "transfer.unknown" | "transfer.approved" | "transfer.declined" | "subscription.confirmed" | "subscription.unsubscribed";
+                readonly type?: "transfer.unknown" | "transfer.approved" | "transfer.declined" | "refund.created" | "refund.updated" | "subscription.confirmed" | "subscription.unsubscribed";
                 readonly limit?: number;
                 /** @description a string matching the pattern ^evt_[0-9A-Za-z]{24}$ */
                 readonly starting_after?: string;
@@ -8452,7 +9599,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }
@@ -8800,7 +9947,7 @@ export interface operations {
                      *       "error": {
                      *         "type": "api_error",
                      *         "code": "card_network_unavailable",
-                     *         "message": "The card network could not be reached; no transfer was made.",
+                     *         "message": "The card network could not be reached; no transfer or refund was made.",
                      *         "doc_url": "https://api.paysub.test/docs/errors#card_network_unavailable",
                      *         "request_id": "req_6f1c0b7e2a9d4c3b8e5f0a1b2c3d4e5f"
                      *       }

@@ -90,7 +90,7 @@ const legacyTransfer = (t: Transfer) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
     const { time } = yield* Dialect
-    const { reconciled_at: _reconciled, request_hash: _hash, ...row } = transferRow(t, time)
+    const { amount_refunded: _refunded, reconciled_at: _reconciled, request_hash: _hash, ...row } = transferRow(t, time)
     yield* sql`INSERT INTO transfers ${sql.insert(row)}`
   })
 

@@ -14,6 +14,7 @@ import { runMigrations } from "../../adapters/sql/Migrations.ts"
 import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
 import { CurrencyCode } from "../../core/payments/Currency.ts"
 import { IdempotencyKey, RequestHash } from "../../core/payments/Idempotency.ts"
+import { RefundStore } from "../../core/payments/RefundStore.ts"
 import { ClientId, Reference, Transfer, TransferId } from "../../core/payments/Transfer.ts"
 import { TransferStore } from "../../core/payments/TransferStore.ts"
 import { Email } from "../../core/shared/Email.ts"
@@ -25,6 +26,8 @@ import type { EventViews } from "../../core/webhooks/EventViews.ts"
 import { createTestDatabase, mariadbEnabled, mariadbSkipReason } from "../support/MariaDb.ts"
 import { rateLimiterStoreContract } from "./RateLimiterStore.contract.ts"
 import { withSqlRawRows } from "./RawRows.ts"
+import { refundsRacingOverTwoPools } from "./RefundRace.ts"
+import { refundStoreContract } from "./RefundStore.contract.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
 import { transferStoreContract } from "./TransferStore.contract.ts"
 import { webhookStoreContract } from "./WebhookStore.contract.ts"
@@ -39,7 +42,7 @@ const tempDatabase = Effect.acquireRelease(
 const stores = storesOver(Layer.merge(MariaDbSubscriptionStore, MariaDbTransferStore))
 
 // The storage adapters over their own pool on `url`, migrations run first (a second pool finds them done).
-const storesOn = (url: string): Layer.Layer<SubscriptionStore | TransferStore | SqlClient, unknown> =>
+const storesOn = (url: string): Layer.Layer<SubscriptionStore | TransferStore | RefundStore | SqlClient, unknown> =>
   stores.pipe(
     Layer.provide(EventViewsLive),
     Layer.provide(Layer.effectDiscard(runMigrations)),
@@ -62,6 +65,7 @@ const tables = [
   "subscription_tokens",
   "subscriptions",
   "idempotency_keys",
+  "refunds",
   "transfers",
   "api_clients",
   "rate_limits",
@@ -83,7 +87,8 @@ const onShared = <A, E>(layer: Layer.Layer<A, E, SqlClient | EventViews>): Layer
       Layer.provide(Layer.effectDiscard(Effect.zipRight(runMigrations, emptied))),
       Layer.provideMerge(MariaDbClient(Redacted.make(database.url)))
     )))
-const tempStores = (): Layer.Layer<SubscriptionStore | TransferStore | SqlClient, unknown> => onShared(stores)
+const tempStores = (): Layer.Layer<SubscriptionStore | TransferStore | RefundStore | SqlClient, unknown> =>
+  onShared(stores)
 
 const countRows = (table: "subscriptions" | "mail_outbox" | "transfers" | "idempotency_keys") =>
   Effect.flatMap(SqlClient, (sql) => sql<{ n: unknown }>`SELECT count(*) AS n FROM ${sql(table)}`).pipe(
@@ -113,6 +118,7 @@ describe.skipIf(!mariadbEnabled)(
   () => {
     subscriptionStoreContract("MariaDB", withSqlRawRows(tempStores))
     transferStoreContract("MariaDB", withSqlRawRows(tempStores))
+    refundStoreContract("MariaDB", withSqlRawRows(tempStores))
     webhookStoreContract("MariaDB", () => onShared(Layer.merge(stores, MariaDbWebhookStore)))
     rateLimiterStoreContract("MariaDB", () => onShared(MariaDbRateLimiterStore))
 
@@ -174,6 +180,9 @@ describe.skipIf(!mariadbEnabled)(
             assert.deepStrictEqual(counts, [1, MailThrottle.maxMails])
           }
         }))
+
+      it.scoped("refunds racing on one transfer over both pools never together exceed its amount", () =>
+        Effect.flatMap(twoPools, refundsRacingOverTwoPools))
 
       it.scoped("claims over both pools at once never hand out one outbox row twice", () =>
         Effect.gen(function*() {

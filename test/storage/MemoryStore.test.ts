@@ -8,6 +8,7 @@ import * as MemoryWebhookStore from "../../adapters/memory/MemoryWebhookStore.ts
 import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
 import { storesOver } from "../../core/shared/Stores.ts"
 import { memoryRawRows } from "./RawRows.ts"
+import { refundStoreContract } from "./RefundStore.contract.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
 import { transferStoreContract } from "./TransferStore.contract.ts"
 import { webhookStoreContract } from "./WebhookStore.contract.ts"
@@ -24,5 +25,6 @@ const memoryStores = () =>
 
 subscriptionStoreContract("in-memory", memoryStores)
 transferStoreContract("in-memory", memoryStores)
+refundStoreContract("in-memory", memoryStores)
 
 webhookStoreContract("in-memory", memoryStores)

@@ -9,10 +9,12 @@ import { layer as SqliteClient, type SqliteDirect } from "../../adapters/sqlite/
 import { subscriptionStorage, transferStorage } from "../../adapters/sqlite/SqliteStores.ts"
 import { layer as SqliteWebhookStore } from "../../adapters/sqlite/SqliteWebhookStore.ts"
 import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
+import * as RefundStore from "../../core/payments/RefundStore.ts"
 import * as TransferStore from "../../core/payments/TransferStore.ts"
 import * as SubscriptionStore from "../../core/subscriptions/SubscriptionStore.ts"
 import type { EventViews } from "../../core/webhooks/EventViews.ts"
 import { withSqlRawRows } from "./RawRows.ts"
+import { refundStoreContract } from "./RefundStore.contract.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
 import { tempDir } from "./TempSqlite.ts"
 import { transferStoreContract } from "./TransferStore.contract.ts"
@@ -41,6 +43,12 @@ if (onDeno) {
   transferStoreContract(
     "node:sqlite on Deno",
     withSqlRawRows(nodeSqliteStore(Layer.provide(TransferStore.layer, transferStorage)))
+  )
+  refundStoreContract(
+    "node:sqlite on Deno",
+    withSqlRawRows(
+      nodeSqliteStore(Layer.provide(Layer.merge(TransferStore.layer, RefundStore.layer), transferStorage))
+    )
   )
   webhookStoreContract(
     "node:sqlite on Deno",

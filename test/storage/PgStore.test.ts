@@ -13,6 +13,7 @@ import { runMigrations } from "../../adapters/sql/Migrations.ts"
 import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
 import { CurrencyCode } from "../../core/payments/Currency.ts"
 import { IdempotencyKey, RequestHash } from "../../core/payments/Idempotency.ts"
+import { RefundStore } from "../../core/payments/RefundStore.ts"
 import { ClientId, Reference, Transfer, TransferId } from "../../core/payments/Transfer.ts"
 import { TransferStore } from "../../core/payments/TransferStore.ts"
 import { Email } from "../../core/shared/Email.ts"
@@ -23,6 +24,8 @@ import { SubscriptionStore } from "../../core/subscriptions/SubscriptionStore.ts
 import { createTestDatabase, postgresEnabled, postgresSkipReason } from "../support/Postgres.ts"
 import { rateLimiterStoreContract } from "./RateLimiterStore.contract.ts"
 import { withSqlRawRows } from "./RawRows.ts"
+import { refundsRacingOverTwoPools } from "./RefundRace.ts"
+import { refundStoreContract } from "./RefundStore.contract.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
 import { transferStoreContract } from "./TransferStore.contract.ts"
 import { webhookStoreContract } from "./WebhookStore.contract.ts"
@@ -38,7 +41,7 @@ const tempDatabase = Effect.acquireRelease(
 const pgClient = (url: string) => PgClientLayer(Redacted.make(url))
 
 // The storage adapters over their own pool on `url`, migrations run first (a second pool finds them done).
-const pgStoresOn = (url: string): Layer.Layer<SubscriptionStore | TransferStore | SqlClient, unknown> =>
+const pgStoresOn = (url: string): Layer.Layer<SubscriptionStore | TransferStore | RefundStore | SqlClient, unknown> =>
   storesOver(Layer.merge(PgSubscriptionStore, PgTransferStore)).pipe(
     Layer.provide(EventViewsLive),
     Layer.provide(Layer.effectDiscard(runMigrations)),
@@ -46,7 +49,7 @@ const pgStoresOn = (url: string): Layer.Layer<SubscriptionStore | TransferStore 
   )
 
 // The storage adapters on a new database.
-const tempPgStores = (): Layer.Layer<SubscriptionStore | TransferStore | SqlClient, unknown> =>
+const tempPgStores = (): Layer.Layer<SubscriptionStore | TransferStore | RefundStore | SqlClient, unknown> =>
   Layer.unwrapScoped(Effect.map(tempDatabase, (database) => pgStoresOn(database.url)))
 
 const countRows = (table: "subscriptions" | "mail_outbox" | "transfers" | "idempotency_keys") =>
@@ -77,6 +80,7 @@ describe.skipIf(!postgresEnabled)(
   () => {
     subscriptionStoreContract("PostgreSQL", withSqlRawRows(tempPgStores))
     transferStoreContract("PostgreSQL", withSqlRawRows(tempPgStores))
+    refundStoreContract("PostgreSQL", withSqlRawRows(tempPgStores))
     webhookStoreContract(
       "PostgreSQL",
       () =>
@@ -158,6 +162,9 @@ describe.skipIf(!postgresEnabled)(
             assert.deepStrictEqual(counts, [1, MailThrottle.maxMails])
           }
         }))
+
+      it.scoped("refunds racing on one transfer over both pools never together exceed its amount", () =>
+        Effect.flatMap(twoPools, refundsRacingOverTwoPools))
 
       it.scoped("claims over both pools at once never hand out one outbox row twice", () =>
         Effect.gen(function*() {

@@ -12,6 +12,8 @@ export type Table =
   | "subscriptions"
   | "mail_outbox"
   | "subscription_tokens"
+  | "refunds"
+  | "events"
 
 export interface RawRowsShape {
   // Rows of a table; for transfers, of a client or with a reference when given.
@@ -52,7 +54,10 @@ const tableOf: Record<Table, (t: Tables) => Map<unknown, unknown>> = {
   api_clients: (t) => t.clients,
   subscriptions: (t) => t.subscriptions,
   mail_outbox: (t) => t.outbox,
-  subscription_tokens: (t) => t.tokens
+  subscription_tokens: (t) => t.tokens,
+  // The refunds' table comes with the in-memory refund statements; until then, none.
+  refunds: (t) => (t as Tables & { readonly refunds?: Map<unknown, unknown> }).refunds ?? new Map(),
+  events: (t) => t.events
 }
 
 export const memoryRawRows = Layer.effect(

@@ -9,11 +9,13 @@ import { IdempotencyKey, RequestHash } from "../../core/payments/Idempotency.ts"
 import { ClientId, Reference, Transfer, TransferId } from "../../core/payments/Transfer.ts"
 import { TransferStore } from "../../core/payments/TransferStore.ts"
 import { withSqlRawRows } from "./RawRows.ts"
+import { refundStoreContract } from "./RefundStore.contract.ts"
 import { sqliteTransferStoreOn, tempDir, tempSqliteTransferStore, tempSqliteWebhookStores } from "./TempSqlite.ts"
 import { transferStoreContract } from "./TransferStore.contract.ts"
 import { webhookStoreContract } from "./WebhookStore.contract.ts"
 
 transferStoreContract("SQLite", withSqlRawRows(tempSqliteTransferStore))
+refundStoreContract("SQLite", withSqlRawRows(tempSqliteTransferStore))
 webhookStoreContract("SQLite", tempSqliteWebhookStores)
 
 // The amount column holds SQLite INTEGERs (so SUM adds integers, never floats), exact beyond 2^53 although

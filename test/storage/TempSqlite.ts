@@ -11,6 +11,7 @@ import { layer as SqliteClient } from "../../adapters/sqlite/SqliteClient.ts"
 import { subscriptionStorage, transferStorage } from "../../adapters/sqlite/SqliteStores.ts"
 import { layer as SqliteWebhookStore } from "../../adapters/sqlite/SqliteWebhookStore.ts"
 import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
+import { layer as refundStoreOver, type RefundStore } from "../../core/payments/RefundStore.ts"
 import { layer as transferStoreOver, type TransferStore } from "../../core/payments/TransferStore.ts"
 import { layer as subscriptionStoreOver, type SubscriptionStore } from "../../core/subscriptions/SubscriptionStore.ts"
 import type { WebhookStore } from "../../core/webhooks/Webhooks.ts"
@@ -39,10 +40,13 @@ export const sqliteStoreOn = (filename: string): Layer.Layer<SubscriptionStore |
 export const tempSqliteStore = (): Layer.Layer<SubscriptionStore | SqlClient, unknown> =>
   Layer.unwrapScoped(Effect.map(tempDir, (dir) => sqliteStoreOn(join(dir, "paysub.db"))))
 
-// The transfer storage adapter over one connection to `filename`, migrations run first.
-export const sqliteTransferStoreOn = (filename: string): Layer.Layer<TransferStore | SqlClient, unknown> => {
+// The transfer storage adapter, with the transfer and refund stores over it, on one connection to `filename`,
+// migrations run first.
+export const sqliteTransferStoreOn = (
+  filename: string
+): Layer.Layer<TransferStore | RefundStore | SqlClient, unknown> => {
   const sql = sqliteClient(filename)
-  return transferStoreOver.pipe(
+  return Layer.merge(transferStoreOver, refundStoreOver).pipe(
     Layer.provide(transferStorage),
     Layer.provide(EventViewsLive),
     Layer.provide(Layer.effectDiscard(runMigrations)),
@@ -51,7 +55,7 @@ export const sqliteTransferStoreOn = (filename: string): Layer.Layer<TransferSto
 }
 
 // The transfer storage adapter on a new database file in a new temporary directory.
-export const tempSqliteTransferStore = (): Layer.Layer<TransferStore | SqlClient, unknown> =>
+export const tempSqliteTransferStore = (): Layer.Layer<TransferStore | RefundStore | SqlClient, unknown> =>
   Layer.unwrapScoped(Effect.map(tempDir, (dir) => sqliteTransferStoreOn(join(dir, "paysub.db"))))
 
 // The transfer and webhook stores on a new database file, for the webhook store's contract.

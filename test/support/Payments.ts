@@ -251,6 +251,29 @@ export class MerchantApi {
     return this.get("/merchant/balance", headers)
   }
 
+  // POST /merchant/transfers/payment/{id}/refunds with a JSON body.
+  refund(transferId: string, body: unknown = {}, options: RequestOptions = {}): Promise<Received> {
+    return this.request("POST", `/merchant/transfers/payment/${encodeURIComponent(transferId)}/refunds`, {
+      body: JSON.stringify(body),
+      headers: {
+        "content-type": "application/json",
+        ...(options.idempotencyKey === undefined ? {} : { "idempotency-key": options.idempotencyKey }),
+        ...options.headers
+      }
+    })
+  }
+
+  refunds(transferId: string, params: Record<string, string | number> = {}): Promise<Received> {
+    const query = new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)])).toString()
+    return this.get(
+      `/merchant/transfers/payment/${encodeURIComponent(transferId)}/refunds${query === "" ? "" : `?${query}`}`
+    )
+  }
+
+  refundById(id: string, headers: Record<string, string> = {}): Promise<Received> {
+    return this.get(`/merchant/refunds/${encodeURIComponent(id)}`, headers)
+  }
+
   // The transfer recorded under a reference (approved or declined), through the list endpoint.
   async byReference(reference: string): Promise<any> {
     const response = await this.list({ reference })
