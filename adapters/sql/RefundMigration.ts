@@ -3,15 +3,21 @@ import { Effect } from "effect"
 import { Dialect } from "./Dialect.ts"
 
 // Refunds (docs/refunds.md): a transfer keeps how much of it is refunded (its pending, unknown and succeeded
-// refunds), which its CHECK bounds by its amount (a CHECK may name another column of the row in all three
-// databases, and SQLite tests it on ADD COLUMN as well); each refund is a row, reconciled as transfers are; a
-// key may answer with the refund its request made. Nothing references transfers by foreign key (SQLite rebuilds
+// refunds), which a CHECK bounds by its amount (a named table constraint on the servers, since MySQL 8 refuses a
+// column's CHECK that names another column; SQLite adds no constraint to a table, but takes that column CHECK and
+// tests it on ADD COLUMN); each refund is a row, reconciled as transfers are; a key may answer with the refund its
+// request made. Nothing references transfers by foreign key (SQLite rebuilds
 // a table to change its CHECKs, and a reference would stop the DROP): a refund's transfer is its transfer_id.
 export const m0009_refunds = Effect.gen(function*() {
   const sql = yield* SqlClient
   const { mysql, pg, types: T, where } = yield* Dialect
-  yield* sql`ALTER TABLE transfers ADD COLUMN amount_refunded ${T.money} NOT NULL DEFAULT 0
-    CHECK (amount_refunded >= 0 AND amount_refunded <= amount)`
+  const bounded = sql.literal("amount_refunded >= 0 AND amount_refunded <= amount")
+  if (pg || mysql) {
+    yield* sql`ALTER TABLE transfers ADD COLUMN amount_refunded ${T.money} NOT NULL DEFAULT 0,
+      ADD CONSTRAINT transfers_amount_refunded_check CHECK (${bounded})`
+  } else {
+    yield* sql`ALTER TABLE transfers ADD COLUMN amount_refunded ${T.money} NOT NULL DEFAULT 0 CHECK (${bounded})`
+  }
   yield* sql`CREATE TABLE refunds (
     id ${T.key} PRIMARY KEY,
     transfer_id ${T.key} NOT NULL,
