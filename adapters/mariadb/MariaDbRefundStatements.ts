@@ -13,13 +13,14 @@ import { first, ms, type Statements } from "./MariaDbUnitOfWork.ts"
 
 export type RefundTx = Pick<
   TransferTx,
-  "lockTransfer" | "updateRefunded" | "insertRefund" | "updateRefundOutcome" | "deleteRefund"
+  "lockTransfer" | "updateRefunded" | "insertRefund" | "refundByKey" | "updateRefundOutcome" | "deleteRefund"
 >
 
 // The statements that are a locked read then a write: a transaction of their own outside `transact`.
 export const refundCompound: ReadonlyArray<keyof RefundTx> = ["updateRefunded", "updateRefundOutcome"]
 
 const time = (n: number) => n
+const refundColumns = RefundColumns.replace("CAST(amount AS TEXT)", "CAST(amount AS CHAR)")
 
 export const mariaDbRefundStatements = (sql: SqlClient, transferColumns: string): Statements<RefundTx> => {
   const columns = sql.literal(transferColumns)
@@ -37,6 +38,13 @@ export const mariaDbRefundStatements = (sql: SqlClient, transferColumns: string)
         return true
       }),
     insertRefund: (r) => Effect.asVoid(sql`INSERT INTO refunds ${sql.insert(refundRow(r, time))}`),
+    refundByKey: (client, key) =>
+      Effect.map(
+        sql<RefundRow>`SELECT ${sql.literal(refundColumns)} FROM refunds WHERE client_id = ${client}
+          AND idempotency_key = ${key}
+          ORDER BY created_at DESC, id DESC LIMIT 1`,
+        (rows) => first(rows, toRefund)
+      ),
     updateRefundOutcome: (r, from) =>
       Effect.gen(function*() {
         const found = yield* sql`SELECT id FROM refunds WHERE id = ${r.id} AND status = ${from} FOR UPDATE`
@@ -57,7 +65,6 @@ export const mariaDbRefundStatements = (sql: SqlClient, transferColumns: string)
 export const mariaDbRefundStorage = (
   sql: SqlClient
 ): Pick<TransferStorageShape, "getRefund" | "listRefunds" | "claimUnsettledRefunds" | "reconcileRefundLater"> => {
-  const refundColumns = RefundColumns.replace("CAST(amount AS TEXT)", "CAST(amount AS CHAR)")
   const columns = sql.literal(refundColumns)
   const transaction = transactionOn(sql)
   return {

@@ -31,6 +31,11 @@ const updateRefundOutcome = statement(
    WHERE id = $1 AND status = $5 RETURNING 1`
 )
 const deleteRefund = statement("delete_refund", `DELETE FROM refunds WHERE id = $1 AND status = $2 RETURNING 1`)
+const refundByKey = statement(
+  "refund_by_key",
+  `SELECT ${RefundColumns} FROM refunds WHERE client_id = $1 AND idempotency_key = $2 ORDER BY created_at DESC, id DESC
+   LIMIT 1`
+)
 const refundById = statement("refund_by_id", `SELECT ${RefundColumns} FROM refunds WHERE client_id = $1 AND id = $2`)
 // Leased with SKIP LOCKED: instances claiming at once take disjoint refunds, and a leased one is not due.
 const claimUnsettled = statement(
@@ -48,7 +53,7 @@ const reconcileLater = statement(
 
 export type RefundTx = Pick<
   TransferTx,
-  "lockTransfer" | "updateRefunded" | "insertRefund" | "updateRefundOutcome" | "deleteRefund"
+  "lockTransfer" | "updateRefunded" | "insertRefund" | "refundByKey" | "updateRefundOutcome" | "deleteRefund"
 >
 
 export const pgRefundStatements: Statements<RefundTx> = {
@@ -56,6 +61,8 @@ export const pgRefundStatements: Statements<RefundTx> = {
     Effect.map(query<TransferRow>(lockTransfer, [client, id]), (rows) => first(rows, toTransfer)),
   updateRefunded: (query, id, from, to) => Effect.map(query(updateRefunded, [id, from, to]), (rows) => rows.length > 0),
   insertRefund: (query, r) => Effect.asVoid(query(insertRefund, Object.values(refundRow(r, time)))),
+  refundByKey: (query, client, key) =>
+    Effect.map(query<RefundRow>(refundByKey, [client, key]), (rows) => first(rows, toRefund)),
   updateRefundOutcome: (query, r, from) =>
     Effect.map(query(updateRefundOutcome, [r.id, ...refundOutcomeRow(r, time), from]), (rows) => rows.length > 0),
   deleteRefund: (query, id, status) => Effect.map(query(deleteRefund, [id, status]), (rows) => rows.length > 0)

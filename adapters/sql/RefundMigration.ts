@@ -29,7 +29,7 @@ export const m0009_refunds = Effect.gen(function*() {
     failure_reason TEXT CHECK (failure_reason IN ('expired_or_canceled_card', 'lost_or_stolen_card', 'declined',
       'insufficient_funds', 'unknown')),
     created_at ${T.time} NOT NULL,
-    request_hash TEXT,
+    idempotency_key ${T.key},
     reconciled_at ${T.time},
     reconcile_at ${T.time},
     reconcile_attempts INTEGER NOT NULL DEFAULT 0
@@ -37,6 +37,8 @@ export const m0009_refunds = Effect.gen(function*() {
   // A transfer's refunds, newest first; the reconciler's unsettled ones, oldest first.
   yield* sql`CREATE INDEX refunds_transfer_created ON refunds (transfer_id, created_at, id)`
   yield* sql`CREATE INDEX refunds_unsettled ON refunds (created_at) ${where("status IN ('pending', 'unknown')")}`
+  // The refund a key's request made, found by a request that takes the key over.
+  yield* sql`CREATE INDEX refunds_key ON refunds (client_id, idempotency_key) ${where("idempotency_key IS NOT NULL")}`
 
   const answers = sql.literal("answer IN ('transfer_made', 'reference_taken', 'refund_made')")
   if (pg) {

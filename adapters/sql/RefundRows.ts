@@ -1,6 +1,7 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
 import { DateTime, Effect } from "effect"
 import type { CurrencyCode } from "../../core/payments/Currency.ts"
+import type { IdempotencyKey } from "../../core/payments/Idempotency.ts"
 import {
   Refund,
   type RefundFailureReason,
@@ -24,13 +25,13 @@ export interface RefundRow {
   readonly reason: string | null
   readonly failure_reason: string | null
   readonly created_at: unknown
-  readonly request_hash: string | null
+  readonly idempotency_key: string | null
   readonly reconciled_at: unknown
 }
 
 // The amount is read as text, as the transfers' is (exact beyond 2^53 on SQLite). MariaDB's cast is to CHAR.
 export const RefundColumns = `id, transfer_id, client_id, CAST(amount AS TEXT) AS amount, currency, status, reason,
-    failure_reason, created_at, request_hash, reconciled_at`
+    failure_reason, created_at, idempotency_key, reconciled_at`
 
 // A row this store wrote, through the constraints of its table: mapped, not validated again.
 export const toRefund = (r: RefundRow) =>
@@ -44,7 +45,7 @@ export const toRefund = (r: RefundRow) =>
     ...(r.reason === null ? {} : { reason: r.reason as RefundReason }),
     ...(r.failure_reason === null ? {} : { failureReason: r.failure_reason as RefundFailureReason }),
     createdAt: DateTime.unsafeMake(millisOf(r.created_at)),
-    ...(r.request_hash === null ? {} : { requestHash: r.request_hash }),
+    ...(r.idempotency_key === null ? {} : { idempotencyKey: r.idempotency_key as IdempotencyKey }),
     ...(r.reconciled_at === null ? {} : { reconciledAt: DateTime.unsafeMake(millisOf(r.reconciled_at)) })
   }, { disableValidation: true })
 
@@ -61,7 +62,7 @@ export const refundRow = (r: Refund, time: (ms: number) => number | Date) => ({
   reason: r.reason ?? null,
   failure_reason: r.failureReason ?? null,
   created_at: time(millis(r.createdAt)),
-  request_hash: r.requestHash ?? null,
+  idempotency_key: r.idempotencyKey ?? null,
   reconciled_at: r.reconciledAt === undefined ? null : time(millis(r.reconciledAt))
 })
 

@@ -14,6 +14,7 @@ const identity = (ms: number) => ms
 const transferById = `SELECT ${TransferColumns} FROM transfers WHERE client_id = ? AND id = ?`
 const selectRefund = (where: string) => `SELECT ${RefundColumns} FROM refunds WHERE ${where}`
 const refundById = selectRefund("client_id = ? AND id = ?")
+const refundByKey = selectRefund("client_id = ? AND idempotency_key = ? ORDER BY created_at DESC, id DESC LIMIT 1")
 const listOf = (after: boolean) =>
   selectRefund(
     `client_id = ? AND transfer_id = ?${
@@ -36,7 +37,7 @@ const unsettled = `SELECT ${RefundColumns}, reconcile_attempts FROM refunds
 
 export type RefundTx = Pick<
   TransferTx,
-  "lockTransfer" | "updateRefunded" | "insertRefund" | "updateRefundOutcome" | "deleteRefund"
+  "lockTransfer" | "updateRefunded" | "insertRefund" | "refundByKey" | "updateRefundOutcome" | "deleteRefund"
 >
 
 export const sqliteRefundStatements: Statements<RefundTx> = {
@@ -47,6 +48,8 @@ export const sqliteRefundStatements: Statements<RefundTx> = {
     const row = refundRow(r, identity)
     db.run(insertRefundOf(row), Object.values(row))
   },
+  refundByKey: (db, client, key) =>
+    Option.map(Option.fromNullable(db.get<RefundRow>(refundByKey, [client, key])), toRefund),
   updateRefundOutcome: (db, r, from) => db.run(updateOutcome, [...refundOutcomeRow(r, identity), r.id, from]) > 0,
   deleteRefund: (db, id, status) => db.run(`DELETE FROM refunds WHERE id = ? AND status = ?`, [id, status]) > 0
 }

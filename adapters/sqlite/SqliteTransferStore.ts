@@ -98,7 +98,8 @@ export const layer = Layer.effect(
         "lockKey",
         "referenceHolder",
         "liveEndpoints",
-        "lockTransfer"
+        "lockTransfer",
+        "refundByKey"
       ]),
       createClient: (client, keyHash, now) =>
         writing((db) =>

@@ -55,8 +55,7 @@ const tableOf: Record<Table, (t: Tables) => Map<unknown, unknown>> = {
   subscriptions: (t) => t.subscriptions,
   mail_outbox: (t) => t.outbox,
   subscription_tokens: (t) => t.tokens,
-  // The refunds' table comes with the in-memory refund statements; until then, none.
-  refunds: (t) => (t as Tables & { readonly refunds?: Map<unknown, unknown> }).refunds ?? new Map(),
+  refunds: (t) => t.refunds,
   events: (t) => t.events
 }
 

@@ -111,12 +111,11 @@ const check = Effect.gen(function*() {
     id: RefundId.make(`re_${"one".padEnd(24, "x")}`),
     amount: "4.00",
     reason: undefined,
-    requestHash: claim.requestHash,
     claim
   }, DateTime.unsafeMake(T + 1000))
   assert.strictEqual(opening._tag, "Opened")
   if (opening._tag !== "Opened") return
-  yield* refunds.settle(settledRefund(opening.refund, { _tag: "Succeeded" }), "pending", claim.key)
+  yield* refunds.settle(settledRefund(opening.refund, { _tag: "Succeeded" }), "pending")
   assert.deepStrictEqual(yield* answerOf("refund"), KeptAnswer.RefundMade({ refundId: opening.refund.id }))
   assert.deepStrictEqual(yield* transfers.balance(client), [{
     merchantId: "m",

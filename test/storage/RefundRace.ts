@@ -3,7 +3,6 @@
 import { assert } from "@effect/vitest"
 import { Context, DateTime, Effect, Option } from "effect"
 import { CurrencyCode } from "../../core/payments/Currency.ts"
-import { RequestHash } from "../../core/payments/Idempotency.ts"
 import { RefundId, settledRefund } from "../../core/payments/Refund.ts"
 import { RefundStore } from "../../core/payments/RefundStore.ts"
 import { ClientId, Reference, Transfer, TransferId } from "../../core/payments/Transfer.ts"
@@ -48,7 +47,6 @@ export const refundsRacingOverTwoPools = (pools: ReadonlyArray<Context.Context<T
             id: RefundId.make(`re_${`r${round}n${i}`.padEnd(24, "x")}`),
             amount: `${(i % 5) + 1}.00`,
             reason: undefined,
-            requestHash: RequestHash.make(`hash-${round}-${i}`),
             claim: undefined
           }, now)),
         { concurrency: "unbounded" }
@@ -77,7 +75,6 @@ export const refundsRacingOverTwoPools = (pools: ReadonlyArray<Context.Context<T
                 id: RefundId.make(`re_${`r${round}m${i}`.padEnd(24, "x")}`),
                 amount: "1.00",
                 reason: undefined,
-                requestHash: RequestHash.make(`hash-${round}-more-${i}`),
                 claim: undefined
               }, now),
               (o) => (o._tag === "Opened" ? o.refund.amount : 0n)

@@ -3,10 +3,12 @@
 // ports only, plus RawRows to count rows and read them as stored; `makeLayer` must give a new, migrated
 // database each time.
 import { assert, describe, it } from "@effect/vitest"
-import { DateTime, Effect, type Layer, Option } from "effect"
+import { DateTime, Duration, Effect, type Layer, Option } from "effect"
 import { CurrencyCode } from "../../core/payments/Currency.ts"
 import {
   IdempotencyKey,
+  IdempotencyKeyTtl,
+  IdempotencyLease,
   IdempotencyStart,
   KeptAnswer,
   type KeyClaim,
@@ -108,7 +110,6 @@ export const refundStoreContract = (
       id: refundId(label),
       amount,
       reason: options.reason,
-      requestHash: RequestHash.make(options.claim?.requestHash ?? `hash-${label}`),
       claim: options.claim
     })
 
@@ -157,7 +158,7 @@ export const refundStoreContract = (
           assert.strictEqual(typeof stored.amount, "bigint")
           assert.deepStrictEqual(plain(stored), plain(made))
           assert.strictEqual(ms(stored.createdAt), T0 + 1000)
-          assert.strictEqual(stored.requestHash, "hash-one")
+          assert.isFalse("idempotencyKey" in stored)
           assert.isFalse("failureReason" in stored)
           assert.isFalse("reconciledAt" in stored)
           // Without an amount, all that is left; without a reason, none.
@@ -233,7 +234,7 @@ export const refundStoreContract = (
           const first = yield* opened(request(t, "first", "1.00", { claim: claim("key-1") }))
           const again = yield* open(request(t, "second", "1.00", { claim: claim("key-1", "hash-refund", "req-2") }))
           assert.deepStrictEqual(again, Opening.KeyNotStarted({ start: IdempotencyStart.InProgress() }))
-          yield* refunds.settle(settledRefund(first, { _tag: "Succeeded" }), "pending", claim("key-1").key)
+          yield* refunds.settle(settledRefund(first, { _tag: "Succeeded" }), "pending")
           const record = Option.getOrThrow(yield* store.keyRecord(client, claim("key-1").key))
           assert.deepStrictEqual(record.answer, KeptAnswer.RefundMade({ refundId: first.id }))
           assert.strictEqual(record.requestId, "req-1")
@@ -297,29 +298,25 @@ export const refundStoreContract = (
           assert.strictEqual(yield* refundedOf(t), 1000n)
         })))
 
-      it.effect("unknown, then reconciled: refund.created then refund.updated, and the waiting keys answered", () =>
+      it.effect("unknown, then reconciled: refund.created then refund.updated, and its own key answered, no other", () =>
         run(Effect.gen(function*() {
           const refunds = yield* RefundStore
           const store = yield* TransferStore
           const { client, transfer: t } = yield* setUp()
           const made = yield* opened(request(t, "one", "3.00", { claim: claim("key-1", "hash-one") }))
-          // A retry of the same request under another key, waiting; and another client's key with the same hash.
+          assert.strictEqual(Option.getOrThrow(yield* refunds.get(client, made.id)).idempotencyKey, "key-1")
+          // Another key waiting with the same request hash: a hash does not name a refund (two refunds with one
+          // body are two refunds), so it is not this refund's answer.
           yield* store.reserve(transfer(client, "other", { status: "pending" }), claim("key-2", "hash-one", "req-2"))
-          const b = yield* newClient("b")
-          yield* store.reserve(transfer(b, "ofb", { status: "pending" }), claim("key-3", "hash-one", "req-3"))
           const unknown = refundOutcomeUnknown(made)
           yield* refunds.settle(unknown, "pending")
           assert.strictEqual(Option.getOrThrow(yield* refunds.get(client, made.id)).status, "unknown")
           assert.strictEqual(yield* refundedOf(t), 300n)
-          const answer = KeptAnswer.RefundMade({ refundId: made.id })
-          for (const key of ["key-1", "key-2"]) {
-            assert.deepStrictEqual(
-              Option.getOrThrow(yield* store.keyRecord(client, IdempotencyKey.make(key))).answer,
-              answer,
-              key
-            )
-          }
-          assert.isUndefined(Option.getOrThrow(yield* store.keyRecord(b, IdempotencyKey.make("key-3"))).answer)
+          assert.deepStrictEqual(
+            Option.getOrThrow(yield* store.keyRecord(client, IdempotencyKey.make("key-1"))).answer,
+            KeptAnswer.RefundMade({ refundId: made.id })
+          )
+          assert.isUndefined(Option.getOrThrow(yield* store.keyRecord(client, IdempotencyKey.make("key-2"))).answer)
           const reconciled = settledRefund(unknown, { _tag: "Succeeded" }, at(9_000))
           yield* refunds.settle(reconciled, "unknown")
           yield* refunds.settle(settledRefund(unknown, { _tag: "Failed", reason: "unknown" }, at(9_500)), "unknown")
@@ -328,6 +325,42 @@ export const refundStoreContract = (
           assert.strictEqual(ms(stored.reconciledAt!), T0 + 9_000)
           assert.deepStrictEqual(yield* eventTypes, ["refund.created", "refund.updated"])
           assert.strictEqual(yield* refundedOf(t), 300n)
+        })))
+
+      it.effect("a key taken over after its request died answers with that request's refund, and makes none", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const { client, transfer: t } = yield* setUp()
+          const made = yield* opened(request(t, "one", "3.00", { claim: claim("key-1") }))
+          // Past the key's lease, before the reconciler settled the refund: the retry restarts the key.
+          const later = at(1000 + Duration.toMillis(IdempotencyLease) + 1)
+          const retry = yield* open(
+            request(t, "retry", "3.00", { claim: claim("key-1", "hash-refund", "req-2") }),
+            later
+          )
+          assert.deepStrictEqual(
+            retry,
+            Opening.KeyNotStarted({
+              start: IdempotencyStart.Replay({
+                answer: KeptAnswer.RefundMade({ refundId: made.id }),
+                requestId: "req-2"
+              })
+            })
+          )
+          assert.strictEqual(yield* countRefunds, 1)
+          assert.strictEqual(yield* refundedOf(t), 300n)
+          assert.deepStrictEqual(
+            Option.getOrThrow(yield* store.keyRecord(client, IdempotencyKey.make("key-1"))).answer,
+            KeptAnswer.RefundMade({ refundId: made.id })
+          )
+          // Past the key's time to live (counted from the retry's restart of it) it is no key: a new refund.
+          const expired = DateTime.addDuration(later, Duration.sum(IdempotencyKeyTtl, Duration.millis(1)))
+          const fresh = yield* open(
+            request(t, "fresh", "1.00", { claim: claim("key-1", "hash-refund", "req-3") }),
+            expired
+          )
+          assert.strictEqual(fresh._tag, "Opened")
+          assert.strictEqual(yield* countRefunds, 2)
         })))
 
       it.effect("an unknown one that failed when reconciled gives its amount back", () =>
@@ -529,7 +562,7 @@ export const refundStoreContract = (
           const raw = yield* RawRows
           const { transfer: t } = yield* setUp({ amount: 123_456_789n })
           const one = yield* opened(request(t, "one", "1234.56", { claim: claim("key-1") }))
-          yield* refunds.settle(settledRefund(one, { _tag: "Succeeded" }), "pending", claim("key-1").key)
+          yield* refunds.settle(settledRefund(one, { _tag: "Succeeded" }), "pending")
           const two = yield* opened(request(t, "two", "12.34", { reason: "fraudulent" }))
           yield* refunds.settle(settledRefund(two, { _tag: "Failed", reason: "lost_or_stolen_card" }), "pending")
           for (const table of ["refunds", "idempotency_keys", "events"] as const) {
