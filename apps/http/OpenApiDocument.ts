@@ -181,11 +181,18 @@ export const pipelineAnswers = (document: Record<string, any>): Record<string, a
       }
       // The conditional GETs: declared by their If-None-Match parameter.
       if (operation.parameters?.some((p: any) => p.name === "if-none-match")) {
-        const caching: Array<HeaderName> = ["ETag", "Last-Modified", "Cache-Control", "Expires"]
+        const dated = operation.parameters.some((p: any) => p.name === "if-modified-since")
+        const caching: Array<HeaderName> = [
+          "ETag",
+          ...(dated ? ["Last-Modified" as const] : []),
+          "Cache-Control",
+          "Expires"
+        ]
         responses["200"].headers = { ...responses["200"].headers, ...headerRefs(caching) }
         responses["304"] = {
-          description:
-            "Not modified: the representation matches If-None-Match (or is not newer than If-Modified-Since).",
+          description: dated
+            ? "Not modified: the representation matches If-None-Match (or is not newer than If-Modified-Since)."
+            : "Not modified: the representation matches If-None-Match.",
           headers: headerRefs(caching)
         }
       }

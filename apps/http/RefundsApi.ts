@@ -20,7 +20,7 @@ import {
   UnprocessableEntity,
   UnsupportedMediaType
 } from "./ApiError.ts"
-import { ConditionalHeaders } from "./Caching.ts"
+import { EntityTagHeaders } from "./Caching.ts"
 import { MerchantAuth } from "./MerchantAuth.ts"
 import { documented } from "./OpenApiDocument.ts"
 import { Limit } from "./Paging.ts"
@@ -126,7 +126,7 @@ export class RefundsApi extends HttpApiGroup.make("refunds")
   .add(
     HttpApiEndpoint.get("get", "/merchant/refunds/:id")
       .setPath(Schema.Struct({ id: Schema.String }))
-      .setHeaders(ConditionalHeaders)
+      .setHeaders(EntityTagHeaders)
       .addSuccess(RefundEnvelope)
       .addError(NotFound)
       .annotateContext(documented(

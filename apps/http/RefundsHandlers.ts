@@ -102,10 +102,7 @@ export const RefundsLive = group(Api, "refunds", (handlers) =>
           if (!isRefundId(path.id)) return missing()
           return Effect.flatMap(refunds.get(client.id, path.id), (found) => {
             if (Option.isNone(found)) return missing()
-            const r = found.value
-            // A reconciled refund changed when it was reconciled; any other, when it was made or answered.
-            const changed = r.reconciledAt ?? r.createdAt
-            return Effect.succeed(cacheableJson(headers, envelope(r), changed, { public: false }))
+            return Effect.succeed(cacheableJson(headers, envelope(found.value), undefined, { public: false }))
           })
         }))
   }))

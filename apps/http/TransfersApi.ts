@@ -14,7 +14,7 @@ import {
   UnprocessableEntity,
   UnsupportedMediaType
 } from "./ApiError.ts"
-import { ConditionalHeaders } from "./Caching.ts"
+import { EntityTagHeaders } from "./Caching.ts"
 import { MerchantAuth } from "./MerchantAuth.ts"
 import { documented } from "./OpenApiDocument.ts"
 import { Limit } from "./Paging.ts"
@@ -145,7 +145,7 @@ export class TransfersApi extends HttpApiGroup.make("transfers")
   .add(
     HttpApiEndpoint.get("get", "/merchant/transfers/payment/:id")
       .setPath(Schema.Struct({ id: Schema.String }))
-      .setHeaders(ConditionalHeaders)
+      .setHeaders(EntityTagHeaders)
       .addSuccess(TransferEnvelope)
       .addError(NotFound)
       .annotateContext(documented(

@@ -80,7 +80,7 @@ export const TransfersLive = group(Api, "transfers", (handlers) =>
           return Effect.flatMap(transfers.get(client.id, path.id), (found) =>
             Option.isNone(found)
               ? missing()
-              : Effect.succeed(cacheableJson(headers, envelope(found.value), found.value.createdAt, { public: false })))
+              : Effect.succeed(cacheableJson(headers, envelope(found.value), undefined, { public: false })))
         }))
       .handle("list", ({ urlParams }) =>
         Effect.gen(function*() {

@@ -4949,7 +4949,6 @@ export interface operations {
             readonly query?: never;
             readonly header?: {
                 readonly "if-none-match"?: string;
-                readonly "if-modified-since"?: string;
             };
             readonly path: {
                 readonly id: string;
@@ -4963,7 +4962,6 @@ export interface operations {
                 headers: {
                     readonly "X-Request-Id": components["headers"]["X-Request-Id"];
                     readonly ETag: components["headers"]["ETag"];
-                    readonly "Last-Modified": components["headers"]["Last-Modified"];
                     readonly "Cache-Control": components["headers"]["Cache-Control"];
                     readonly Expires: components["headers"]["Expires"];
                     readonly [name: string]: unknown;
@@ -5034,12 +5032,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not modified: the representation matches If-None-Match (or is not newer than If-Modified-Since). */
+            /** @description Not modified: the representation matches If-None-Match. */
             readonly 304: {
                 headers: {
                     readonly "X-Request-Id": components["headers"]["X-Request-Id"];
                     readonly ETag: components["headers"]["ETag"];
-                    readonly "Last-Modified": components["headers"]["Last-Modified"];
                     readonly "Cache-Control": components["headers"]["Cache-Control"];
                     readonly Expires: components["headers"]["Expires"];
                     readonly [name: string]: unknown;
@@ -5226,7 +5223,6 @@ export interface operations {
             readonly query?: never;
             readonly header?: {
                 readonly "if-none-match"?: string;
-                readonly "if-modified-since"?: string;
             };
             readonly path: {
                 readonly id: string;
@@ -5240,19 +5236,17 @@ export interface operations {
                 headers: {
                     readonly "X-Request-Id": components["headers"]["X-Request-Id"];
                     readonly ETag: components["headers"]["ETag"];
-                    readonly "Last-Modified": components["headers"]["Last-Modified"];
                     readonly "Cache-Control": components["headers"]["Cache-Control"];
                     readonly Expires: components["headers"]["Expires"];
                     readonly [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Not modified: the representation matches If-None-Match (or is not newer than If-Modified-Since). */
+            /** @description Not modified: the representation matches If-None-Match. */
             readonly 304: {
                 headers: {
                     readonly "X-Request-Id": components["headers"]["X-Request-Id"];
                     readonly ETag: components["headers"]["ETag"];
-                    readonly "Last-Modified": components["headers"]["Last-Modified"];
                     readonly "Cache-Control": components["headers"]["Cache-Control"];
                     readonly Expires: components["headers"]["Expires"];
                     readonly [name: string]: unknown;
@@ -6344,7 +6338,6 @@ export interface operations {
             readonly query?: never;
             readonly header?: {
                 readonly "if-none-match"?: string;
-                readonly "if-modified-since"?: string;
             };
             readonly path: {
                 readonly id: string;
@@ -6358,7 +6351,6 @@ export interface operations {
                 headers: {
                     readonly "X-Request-Id": components["headers"]["X-Request-Id"];
                     readonly ETag: components["headers"]["ETag"];
-                    readonly "Last-Modified": components["headers"]["Last-Modified"];
                     readonly "Cache-Control": components["headers"]["Cache-Control"];
                     readonly Expires: components["headers"]["Expires"];
                     readonly [name: string]: unknown;
@@ -6394,12 +6386,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not modified: the representation matches If-None-Match (or is not newer than If-Modified-Since). */
+            /** @description Not modified: the representation matches If-None-Match. */
             readonly 304: {
                 headers: {
                     readonly "X-Request-Id": components["headers"]["X-Request-Id"];
                     readonly ETag: components["headers"]["ETag"];
-                    readonly "Last-Modified": components["headers"]["Last-Modified"];
                     readonly "Cache-Control": components["headers"]["Cache-Control"];
                     readonly Expires: components["headers"]["Expires"];
                     readonly [name: string]: unknown;
@@ -6586,7 +6577,6 @@ export interface operations {
             readonly query?: never;
             readonly header?: {
                 readonly "if-none-match"?: string;
-                readonly "if-modified-since"?: string;
             };
             readonly path: {
                 readonly id: string;
@@ -6600,19 +6590,17 @@ export interface operations {
                 headers: {
                     readonly "X-Request-Id": components["headers"]["X-Request-Id"];
                     readonly ETag: components["headers"]["ETag"];
-                    readonly "Last-Modified": components["headers"]["Last-Modified"];
                     readonly "Cache-Control": components["headers"]["Cache-Control"];
                     readonly Expires: components["headers"]["Expires"];
                     readonly [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Not modified: the representation matches If-None-Match (or is not newer than If-Modified-Since). */
+            /** @description Not modified: the representation matches If-None-Match. */
             readonly 304: {
                 headers: {
                     readonly "X-Request-Id": components["headers"]["X-Request-Id"];
                     readonly ETag: components["headers"]["ETag"];
-                    readonly "Last-Modified": components["headers"]["Last-Modified"];
                     readonly "Cache-Control": components["headers"]["Cache-Control"];
                     readonly Expires: components["headers"]["Expires"];
                     readonly [name: string]: unknown;
