@@ -80,7 +80,8 @@ if (argv.some((a) => a === "--soak" || a.startsWith("--soak="))) {
   const results = await soak({
     seconds: Number(value("soak") ?? 600),
     deno: flag("deno"),
-    connections: Number(value("connections") ?? 50)
+    connections: Number(value("connections") ?? 50),
+    only: value("targets")?.split(",")
   })
   process.exit(results.every((r) => r.flat && r.withinBudget && r.unexpected === 0) ? 0 : 1)
 }

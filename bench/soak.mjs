@@ -1,4 +1,4 @@
-// `npm run bench -- --soak[=S] [--deno]`: the memory budget over time. Each target (the Node app, and the Deno
+// `npm run bench -- --soak[=S] [--deno] [--targets=deno]`: the memory budget over time. Each target (the Node app, and the Deno
 // app with --deno) runs the bench's scenarios one after the other, 10 s each, round and round, for S seconds
 // (600 by default), with its mail going to the SMTP sink. Its resident set is sampled every 5 s. The first round
 // of the scenarios warms every path; the resident set at its end is where the load started. Budgets (the
@@ -98,8 +98,8 @@ const soakOne = async (name, sink, seconds, connections) => {
   }
 }
 
-export const soak = async ({ seconds, deno, connections }) => {
-  const targets = ["service", ...(deno ? ["deno"] : [])]
+export const soak = async ({ seconds, deno, connections, only }) => {
+  const targets = ["service", ...(deno ? ["deno"] : [])].filter((t) => only === undefined || only.includes(t))
   console.log(
     `bench --soak: ${targets.join(", ")} for ${seconds} s each, the scenarios (${
       scenarioOrder.join(", ")
