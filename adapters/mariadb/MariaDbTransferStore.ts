@@ -64,11 +64,9 @@ export const make = Effect.gen(function*() {
       return Effect.asVoid(sql`UPDATE idempotency_keys SET answer = ${kind}, transfer_id = ${transfer},
         refund_id = ${refund} WHERE ${keyWhere(client, key)} AND answer IS NULL`)
     },
-    answerWaitingKeys: (client, hash, answer) => {
-      const [kind, transfer, refund] = answerColumns(answer)
-      return Effect.asVoid(sql`UPDATE idempotency_keys SET answer = ${kind}, transfer_id = ${transfer},
-        refund_id = ${refund} WHERE client_id = ${client} AND request_hash = ${hash} AND answer IS NULL`)
-    },
+    answerWaitingKeys: (client, hash, transfer) =>
+      Effect.asVoid(sql`UPDATE idempotency_keys SET answer = 'transfer_made', transfer_id = ${transfer}
+        WHERE client_id = ${client} AND request_hash = ${hash} AND answer IS NULL`),
     releaseKey: (client, key) =>
       Effect.asVoid(sql`DELETE FROM idempotency_keys WHERE ${keyWhere(client, key)} AND answer IS NULL`),
     insertTransfer: (t) =>

@@ -1,5 +1,6 @@
 import { Effect, Layer, Option } from "effect"
 import type { CurrencyCode } from "../../core/payments/Currency.ts"
+import { KeptAnswer } from "../../core/payments/Idempotency.ts"
 import { type ClientId, Transfer } from "../../core/payments/Transfer.ts"
 import { TransferStorage, type TransferTx } from "../../core/payments/TransferStorage.ts"
 import {
@@ -50,10 +51,10 @@ const statements: Statements<TransferTx> = {
     const record = t.keys.get(keyOf(client, key))
     if (record !== undefined && record.answer === undefined) t.keys.set(keyOf(client, key), { ...record, answer })
   },
-  answerWaitingKeys: (t, client, hash, answer) => {
+  answerWaitingKeys: (t, client, hash, transferId) => {
     for (const [k, record] of t.keys) {
       if (record.client === client && record.requestHash === hash && record.answer === undefined) {
-        t.keys.set(k, { ...record, answer })
+        t.keys.set(k, { ...record, answer: KeptAnswer.TransferMade({ transferId }) })
       }
     }
   },

@@ -63,7 +63,7 @@ const keepAnswer = statement(
 )
 const answerWaiting = statement(
   "answer_waiting_keys",
-  `UPDATE idempotency_keys SET answer = $3, transfer_id = $4, refund_id = $5
+  `UPDATE idempotency_keys SET answer = 'transfer_made', transfer_id = $3
    WHERE client_id = $1 AND request_hash = $2 AND answer IS NULL`
 )
 const releaseKey = statement(
@@ -122,8 +122,7 @@ const statements: Statements<TransferTx> = {
   restartKey: (query, client, claim, now) =>
     Effect.asVoid(query(restartKey, [client, claim.key, ms(now), claim.requestId, claim.requestHash])),
   keepAnswer: (query, client, key, answer) => Effect.asVoid(query(keepAnswer, [client, key, ...answerColumns(answer)])),
-  answerWaitingKeys: (query, client, hash, answer) =>
-    Effect.asVoid(query(answerWaiting, [client, hash, ...answerColumns(answer)])),
+  answerWaitingKeys: (query, client, hash, transfer) => Effect.asVoid(query(answerWaiting, [client, hash, transfer])),
   releaseKey: (query, client, key) => Effect.asVoid(query(releaseKey, [client, key])),
   insertTransfer: (query, t) =>
     Effect.map(query(insertTransfer, Object.values(transferRow(t, time))), (rows) => rows.length > 0),

@@ -40,7 +40,7 @@ const restartKey = `UPDATE idempotency_keys SET started_at = ?, request_id = ?, 
   transfer_id = NULL, refund_id = NULL WHERE client_id = ? AND idempotency_key = ?`
 const keep = `UPDATE idempotency_keys SET answer = ?, transfer_id = ?, refund_id = ?
   WHERE client_id = ? AND idempotency_key = ? AND answer IS NULL`
-const answerWaiting = `UPDATE idempotency_keys SET answer = ?, transfer_id = ?, refund_id = ?
+const answerWaiting = `UPDATE idempotency_keys SET answer = 'transfer_made', transfer_id = ?
   WHERE client_id = ? AND request_hash = ? AND answer IS NULL`
 const releaseKey = `DELETE FROM idempotency_keys WHERE client_id = ? AND idempotency_key = ? AND answer IS NULL`
 const holder = `SELECT id FROM transfers WHERE client_id = ? AND reference = ?`
@@ -71,7 +71,7 @@ const statements: Statements<TransferTx> = {
   restartKey: (db, client, claim, now) =>
     void db.run(restartKey, [millis(now), claim.requestId, claim.requestHash, client, claim.key]),
   keepAnswer: (db, client, key, answer) => void db.run(keep, [...answerColumns(answer), client, key]),
-  answerWaitingKeys: (db, client, hash, answer) => void db.run(answerWaiting, [...answerColumns(answer), client, hash]),
+  answerWaitingKeys: (db, client, hash, transfer) => void db.run(answerWaiting, [transfer, client, hash]),
   releaseKey: (db, client, key) => void db.run(releaseKey, [client, key]),
   insertTransfer: (db, t) => {
     const row = transferRow(t, identity)

@@ -33,8 +33,8 @@ export interface TransferTx extends EventTx {
   readonly restartKey: (client: ClientId, claim: KeyClaim, now: DateTime.Utc) => Effect.Effect<void>
   // Writes the answer onto the key if it has none.
   readonly keepAnswer: (client: ClientId, key: IdempotencyKey, answer: KeptAnswer) => Effect.Effect<void>
-  // Answers every key of the client with this request hash and no answer with `answer`.
-  readonly answerWaitingKeys: (client: ClientId, hash: RequestHash, answer: KeptAnswer) => Effect.Effect<void>
+  // Answers every key of the client with this request hash and no answer with TransferMade(transfer).
+  readonly answerWaitingKeys: (client: ClientId, hash: RequestHash, transfer: TransferId) => Effect.Effect<void>
   // Deletes the key if it has no answer.
   readonly releaseKey: (client: ClientId, key: IdempotencyKey) => Effect.Effect<void>
   // Inserts the transfer unless its client has its reference; true if it did.

@@ -176,11 +176,7 @@ export const make = Effect.gen(function*() {
           if (key !== undefined) {
             yield* tx.keepAnswer(t.clientId, key, KeptAnswer.TransferMade({ transferId: t.id }))
           } else if (answersWaitingKeys(t)) {
-            yield* tx.answerWaitingKeys(
-              t.clientId,
-              t.requestHash as RequestHash,
-              KeptAnswer.TransferMade({ transferId: t.id })
-            )
+            yield* tx.answerWaitingKeys(t.clientId, t.requestHash as RequestHash, t.id)
           }
         })
       ))
