@@ -1,4 +1,4 @@
-import { Data, DateTime, Duration, Redacted, Schema } from "effect"
+import { Data, DateTime, Duration, Effect, Redacted, Schema } from "effect"
 import { formatAccountUri, formatAuthenticationValue } from "./Card.ts"
 import type { CardFingerprintsShape } from "./CardFingerprints.ts"
 import type { RefundId, RefundRequest } from "./Refund.ts"
@@ -130,3 +130,21 @@ export const decideStart = (
 
 export class IdempotencyKeyReused extends Schema.TaggedError<IdempotencyKeyReused>()("IdempotencyKeyReused", {}) {}
 export class IdempotencyKeyInUse extends Schema.TaggedError<IdempotencyKeyInUse>()("IdempotencyKeyInUse", {}) {}
+
+export type NotStarted = Exclude<IdempotencyStart, { readonly _tag: "Started" }>
+
+// What a request whose key did not start is answered, for transfers and refunds alike: the kept answer as
+// `replay` renders it, or why the request cannot run now.
+export const answerFromKey = <A, E>(
+  start: NotStarted,
+  replay: (answer: KeptAnswer, requestId: string) => Effect.Effect<A, E>
+): Effect.Effect<A, E | IdempotencyKeyReused | IdempotencyKeyInUse> => {
+  switch (start._tag) {
+    case "Replay":
+      return replay(start.answer, start.requestId)
+    case "Mismatch":
+      return Effect.fail(new IdempotencyKeyReused())
+    case "InProgress":
+      return Effect.fail(new IdempotencyKeyInUse())
+  }
+}

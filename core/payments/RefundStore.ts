@@ -3,7 +3,7 @@ import { randomId } from "../shared/RandomId.ts"
 import { emit, newEvent } from "../webhooks/Events.ts"
 import { EventViews } from "../webhooks/EventViews.ts"
 import type { EventId } from "../webhooks/Webhooks.ts"
-import { IdempotencyStart, KeptAnswer, type KeyClaim } from "./Idempotency.ts"
+import { IdempotencyStart, KeptAnswer, type KeyClaim, type NotStarted } from "./Idempotency.ts"
 import {
   decideRefund,
   keyAnswersWith,
@@ -24,7 +24,7 @@ import { startKey } from "./TransferStore.ts"
 export type Opening = Data.TaggedEnum<{
   // With the charge's authorization code, which names it to the card network.
   Opened: { readonly refund: Refund; readonly authorizationCode: string }
-  KeyNotStarted: { readonly start: Exclude<IdempotencyStart, { readonly _tag: "Started" }> }
+  KeyNotStarted: { readonly start: NotStarted }
   NoTransfer: {}
   Refused: { readonly reason: RefundRefused }
 }>

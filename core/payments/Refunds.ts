@@ -3,13 +3,14 @@ import { randomId } from "../shared/RandomId.ts"
 import { CardFingerprints } from "./CardFingerprints.ts"
 import { CardNetwork, type CardNetworkUnavailable } from "./CardNetwork.ts"
 import {
+  answerFromKey,
   decideStart,
   type IdempotencyKey,
-  IdempotencyKeyInUse,
+  type IdempotencyKeyInUse,
   IdempotencyKeyReused,
-  type IdempotencyStart,
   type KeptAnswer,
   type KeyClaim,
+  type NotStarted,
   refundRequestHash
 } from "./Idempotency.ts"
 import {
@@ -57,19 +58,8 @@ export class Refunds extends Effect.Service<Refunds>()("Refunds", {
         // The key's first request was a transfer: this one is another request.
         : Effect.fail(new IdempotencyKeyReused())
 
-    const fromKey = (
-      client: ClientId,
-      start: Exclude<IdempotencyStart, { readonly _tag: "Started" }>
-    ): Effect.Effect<RefundAnswer, IdempotencyKeyReused | IdempotencyKeyInUse> => {
-      switch (start._tag) {
-        case "Replay":
-          return replay(client, start.answer, start.requestId)
-        case "Mismatch":
-          return Effect.fail(new IdempotencyKeyReused())
-        case "InProgress":
-          return Effect.fail(new IdempotencyKeyInUse())
-      }
-    }
+    const fromKey = (client: ClientId, start: NotStarted) =>
+      answerFromKey(start, (answer, requestId) => replay(client, answer, requestId))
 
     // Refunds `request.amount` (or all that is left) of the client's transfer. Idempotency-Key works as on
     // transfers: a key seen before is judged from a plain read; a start is decided again in the transaction

@@ -4,13 +4,15 @@ import { isExpired, luhn } from "./Card.ts"
 import { CardFingerprints } from "./CardFingerprints.ts"
 import { type Authorization, CardNetwork, type CardNetworkUnavailable } from "./CardNetwork.ts"
 import {
+  answerFromKey,
   decideStart,
   type IdempotencyKey,
-  IdempotencyKeyInUse,
+  type IdempotencyKeyInUse,
   IdempotencyKeyReused,
   type IdempotencyStart,
   KeptAnswer,
   type KeyClaim,
+  type NotStarted,
   requestHash
 } from "./Idempotency.ts"
 import { parseAmount } from "./Money.ts"
@@ -72,18 +74,8 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
         const hash = requestHash(fingerprints, request)
         const claim: KeyClaim | undefined = key === undefined ? undefined : { key, requestHash: hash, requestId }
         // What a key that does not start answers: the kept answer, or why the request cannot run now.
-        const fromKey = (
-          start: Exclude<IdempotencyStart, { readonly _tag: "Started" }>
-        ): Effect.Effect<Submitted, IdempotencyKeyReused | IdempotencyKeyInUse> => {
-          switch (start._tag) {
-            case "Replay":
-              return replay(client, start.answer, start.requestId)
-            case "Mismatch":
-              return Effect.fail(new IdempotencyKeyReused())
-            case "InProgress":
-              return Effect.fail(new IdempotencyKeyInUse())
-          }
-        }
+        const fromKey = (start: NotStarted): Effect.Effect<Submitted, IdempotencyKeyReused | IdempotencyKeyInUse> =>
+          answerFromKey(start, (answer, firstRequestId) => replay(client, answer, firstRequestId))
         // Anything but Started is answered from the key: the transfer was not written. A request that got no
         // lasting answer frees its key, so that a retry can run.
         const unlessStarted = (
