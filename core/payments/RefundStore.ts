@@ -15,7 +15,7 @@ import {
   type RefundRefused,
   type RefundStatus
 } from "./Refund.ts"
-import type { ClientId, TransferId } from "./Transfer.ts"
+import type { ClientId, Transfer, TransferId } from "./Transfer.ts"
 import { TransferStorage, type TransferStorageShape, type TransferTx } from "./TransferStorage.ts"
 import { startKey } from "./TransferStore.ts"
 
@@ -65,15 +65,18 @@ export const make = Effect.gen(function*() {
   const views = yield* EventViews
 
   // Moves the transfer's amount refunded by `delta`, under its lock.
+  // Moves a transfer read under its lock by `delta`: the write is conditional on the amount it read.
+  const shift = (tx: TransferTx, t: Transfer, delta: bigint) =>
+    Effect.flatMap(
+      tx.updateRefunded(t.id, t.amountRefunded, t.amountRefunded + delta),
+      (done) => done ? Effect.void : Effect.dieMessage(`transfer ${t.id} changed under its lock`)
+    )
+  // Moves the refund's transfer's amount refunded by `delta`, under its lock.
   const moveRefunded = (tx: TransferTx, refund: Refund, delta: bigint) =>
-    Effect.flatMap(tx.lockTransfer(refund.clientId, refund.transferId), (t) => {
-      if (Option.isNone(t)) return Effect.dieMessage(`refund ${refund.id} has no transfer ${refund.transferId}`)
-      const from = t.value.amountRefunded
-      return Effect.flatMap(
-        tx.updateRefunded(t.value.id, from, from + delta),
-        (done) => done ? Effect.void : Effect.dieMessage(`transfer ${t.value.id} changed under its lock`)
-      )
-    })
+    Effect.flatMap(tx.lockTransfer(refund.clientId, refund.transferId), (t) =>
+      Option.isNone(t)
+        ? Effect.dieMessage(`refund ${refund.id} has no transfer ${refund.transferId}`)
+        : shift(tx, t.value, delta))
 
   const open: RefundStoreShape["open"] = (request, now) =>
     storage.transact((tx) =>
@@ -102,10 +105,7 @@ export const make = Effect.gen(function*() {
         if (Either.isLeft(amount)) return yield* none(Opening.Refused({ reason: amount.left }))
         const refund = pendingRefund(transfer.value, request.id, amount.right, request.reason, now, request.claim?.key)
         yield* tx.insertRefund(refund)
-        const from = transfer.value.amountRefunded
-        if (!(yield* tx.updateRefunded(transfer.value.id, from, from + refund.amount))) {
-          return yield* Effect.dieMessage(`transfer ${transfer.value.id} changed under its lock`)
-        }
+        yield* shift(tx, transfer.value, refund.amount)
         return Opening.Opened({ refund, authorizationCode: transfer.value.authorizationCode ?? "" })
       })
     )
