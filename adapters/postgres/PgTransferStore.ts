@@ -18,24 +18,12 @@ import {
 } from "../sql/TransferRows.ts"
 import { PgDirect, statement } from "./PgClient.ts"
 import { pgRefundStatements, pgRefundStorage } from "./PgRefundStatements.ts"
+import { fields, pgCombined, time, values } from "./PgTransferCombined.ts"
 import { first, ms, type Statements, unitOfWork } from "./PgUnitOfWork.ts"
 
 // The transfer storage on PostgreSQL: named (prepared) statements on PgDirect; keys and references decided by
 // unique constraints, keys locked FOR UPDATE while core judges them, claims with SKIP LOCKED. Listing and
 // balances, built per query, stay on @effect/sql.
-
-// The columns of a transfer row, in transferRow's order, each parameter cast to its column's type.
-const fields = TransferColumns.replace(/CAST\((\w+) AS TEXT\) AS \1/g, "$1").split(",").map((c) => c.trim())
-const types: Record<string, string> = {
-  amount: "bigint",
-  amount_refunded: "bigint",
-  card_exp_month: "integer",
-  card_exp_year: "integer",
-  created_at: "timestamptz",
-  reconciled_at: "timestamptz"
-}
-const values = fields.map((f, i) => `$${i + 1}::${types[f] ?? "text"}`).join(", ")
-const time = (millis: number) => new Date(millis)
 
 const insertTransfer = statement(
   "insert_transfer",
@@ -142,6 +130,7 @@ export const make = Effect.gen(function*() {
   return TransferStorage.of({
     ...unitOfWork<TransferTx>(direct, statements),
     ...pgRefundStorage(sql, direct),
+    combined: pgCombined(direct),
     createClient: (client, keyHash, now) =>
       Effect.orDie(sql`INSERT INTO api_clients (id, name, key_hash, created_at)
         VALUES (${client.id}, ${client.name}, ${keyHash}, ${ms(now)})`),

@@ -1,5 +1,6 @@
 import { Context, type DateTime, type Effect, type Option } from "effect"
-import type { EventTx } from "../webhooks/Events.ts"
+import type { EventTx, NewEvent } from "../webhooks/Events.ts"
+import type { EndpointId } from "../webhooks/Webhooks.ts"
 import type { IdempotencyKey, KeptAnswer, KeyClaim, KeyRecord, RequestHash } from "./Idempotency.ts"
 import type { Refund, RefundId, RefundStatus } from "./Refund.ts"
 import type { ClientId, Reference, Transfer, TransferId, TransferStatus } from "./Transfer.ts"
@@ -59,7 +60,32 @@ export interface TransferTx extends EventTx {
   readonly deleteRefund: (id: RefundId, status: RefundStatus) => Effect.Effect<boolean>
 }
 
+// A settle's writes as core decided them: the outcome onto the transfer if its stored status is one of `from`;
+// only if that changed it, the event with a delivery for each of `endpoints`; then TransferMade(transfer) as
+// the answer of `key` if it has none, or of every unanswered key of the client with request hash `waiting`.
+export interface SettleWrites {
+  readonly transfer: Transfer
+  readonly from: ReadonlyArray<TransferStatus>
+  readonly event?: { readonly event: NewEvent; readonly endpoints: ReadonlyArray<EndpointId> }
+  readonly answer?: { readonly key: IdempotencyKey } | { readonly waiting: RequestHash }
+}
+
+// Combined operations: a database may do in one statement what core would otherwise run as several operations
+// in `transact` (decision 0037). Each is exactly those operations in one transaction, nothing more; without
+// them core runs the operations themselves. PostgreSQL has them: a transaction costs it a round trip a statement.
+export interface CombinedOperations {
+  // updateOutcome, then insertEvent if it changed the transfer, then keepAnswer or answerWaitingKeys; true if
+  // the outcome was written.
+  readonly settle: (writes: SettleWrites) => Effect.Effect<boolean>
+  // insertKey (started at the transfer's created time), then insertTransfer if the key was inserted.
+  readonly reserveWithKey: (
+    transfer: Transfer,
+    claim: KeyClaim
+  ) => Effect.Effect<{ readonly keyInserted: boolean; readonly transferInserted: boolean }>
+}
+
 export interface TransferStorageShape extends TransferTx {
+  readonly combined?: CombinedOperations
   // Runs `work` in one transaction. `work` only sequences the operations of `tx` (on SQLite it runs
   // synchronously inside the transaction); a defect rolls everything back.
   readonly transact: <A>(work: (tx: TransferTx) => Effect.Effect<A>) => Effect.Effect<A>

@@ -1,6 +1,6 @@
 import { Context, DateTime, Effect, Layer, Option } from "effect"
 import { randomId } from "../shared/RandomId.ts"
-import { emit, newEvent } from "../webhooks/Events.ts"
+import { emit, newEvent, recipients } from "../webhooks/Events.ts"
 import { EventViews } from "../webhooks/EventViews.ts"
 import { type EventId, transferEventType } from "../webhooks/Webhooks.ts"
 import type { CurrencyCode } from "./Currency.ts"
@@ -22,7 +22,12 @@ import {
   type TransferId,
   unsettledStatuses
 } from "./Transfer.ts"
-import { TransferStorage, type TransferTx } from "./TransferStorage.ts"
+import {
+  type CombinedOperations,
+  TransferStorage,
+  type TransferStorageShape,
+  type TransferTx
+} from "./TransferStorage.ts"
 
 export interface ApiClient {
   readonly id: ClientId
@@ -130,8 +135,38 @@ const insert = (tx: TransferTx, t: Transfer): Effect.Effect<TransferId | undefin
         Option.isNone(holder) ? insert(tx, t) : Effect.succeed(holder.value))
   )
 
+// The combined operations as core runs them on a database that has none: the same operations, in one
+// transaction.
+const composed = (storage: TransferStorageShape): CombinedOperations => ({
+  settle: ({ answer, event, from, transfer: t }) =>
+    storage.transact((tx) =>
+      Effect.gen(function*() {
+        const changed = yield* tx.updateOutcome(t, from)
+        if (changed && event !== undefined) yield* tx.insertEvent(event.event, event.endpoints)
+        if (answer !== undefined && "key" in answer) {
+          yield* tx.keepAnswer(t.clientId, answer.key, KeptAnswer.TransferMade({ transferId: t.id }))
+        } else if (answer !== undefined) {
+          yield* tx.answerWaitingKeys(t.clientId, answer.waiting, t.id)
+        }
+        return changed
+      })
+    ),
+  reserveWithKey: (t, claim) =>
+    storage.transact((tx) =>
+      Effect.gen(function*() {
+        const keyInserted = yield* tx.insertKey(t.clientId, claim, t.createdAt)
+        return { keyInserted, transferInserted: keyInserted && (yield* tx.insertTransfer(t)) }
+      })
+    )
+})
+
+// The id of the transfer holding the reference fails as DuplicateReference.
+const taken = (holder: TransferId | undefined) =>
+  holder === undefined ? Effect.succeed(started) : Effect.fail(new DuplicateReference({ existing: holder }))
+
 export const make = Effect.gen(function*() {
   const storage = yield* TransferStorage
+  const combined = storage.combined ?? composed(storage)
   const views = yield* EventViews
   // The one place a transfer's event is made; written in the transaction that made the transfer final.
   const eventOf = (t: Transfer) => {
@@ -144,10 +179,14 @@ export const make = Effect.gen(function*() {
 
   // Starts the key (if any), then writes the transfer; when it is final, keeps it as the key's answer and
   // records its event. A taken reference leaves a started key started, for the caller to answer. Without a
-  // key, a reservation is one insert: no transaction of its own.
+  // key, a reservation is one insert: no transaction of its own; with a new key, one combined operation.
   const write = (t: Transfer, claim: KeyClaim | undefined, final: boolean) =>
     Effect.gen(function*() {
       const event = final ? yield* eventOf(t) : undefined
+      if (claim !== undefined && !final) {
+        const first = yield* combined.reserveWithKey(t, claim)
+        if (first.keyInserted) return yield* taken(first.transferInserted ? undefined : yield* insert(storage, t))
+      }
       const work = (tx: TransferTx) =>
         Effect.gen(function*() {
           if (claim !== undefined) {
@@ -163,23 +202,25 @@ export const make = Effect.gen(function*() {
           return started
         })
       const written = claim === undefined && event === undefined ? yield* work(storage) : yield* storage.transact(work)
-      return typeof written === "string" ? yield* new DuplicateReference({ existing: written }) : written
+      return typeof written === "string" ? yield* taken(written) : written
     })
 
+  // The recipients are read before the write: at READ COMMITTED a read inside it would see no more.
   const settle: TransferStoreShape["settle"] = (t, key) =>
-    Effect.flatMap(eventOf(t), (event) =>
-      storage.transact((tx) =>
-        Effect.gen(function*() {
-          const changed = yield* tx.updateOutcome(t, unsettledStatuses)
-          // An event only for a change this call made: a late request or a second reconciler writes nothing.
-          if (changed && event !== undefined) yield* emit(tx, event)
-          if (key !== undefined) {
-            yield* tx.keepAnswer(t.clientId, key, KeptAnswer.TransferMade({ transferId: t.id }))
-          } else if (answersWaitingKeys(t)) {
-            yield* tx.answerWaitingKeys(t.clientId, t.requestHash as RequestHash, t.id)
-          }
-        })
-      ))
+    Effect.gen(function*() {
+      const event = yield* eventOf(t)
+      yield* combined.settle({
+        transfer: t,
+        from: unsettledStatuses,
+        // Written only with a change this call made: a late request or a second reconciler writes no event.
+        ...(event === undefined ? {} : { event: { event, endpoints: yield* recipients(storage, event) } }),
+        ...(key !== undefined
+          ? { answer: { key } }
+          : answersWaitingKeys(t)
+          ? { answer: { waiting: t.requestHash as RequestHash } }
+          : {})
+      })
+    })
 
   return TransferStore.of({
     createClient: storage.createClient,

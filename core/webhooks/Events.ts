@@ -36,9 +36,13 @@ export const newEvent = (id: EventId, type: EventType, owner: Owner, object: unk
 export const wants = (endpoint: LiveEndpoint, type: EventType): boolean =>
   endpoint.enabledEvents.includes(type) || endpoint.enabledEvents.includes("*")
 
-// Writes the event, with a delivery for each of its owner's endpoints that wants it.
-export const emit = (tx: EventTx, event: NewEvent): Effect.Effect<void> =>
-  Effect.flatMap(
+// The owner's live endpoints that want the event: those that get a delivery of it.
+export const recipients = (tx: Pick<EventTx, "liveEndpoints">, event: NewEvent): Effect.Effect<Array<EndpointId>> =>
+  Effect.map(
     tx.liveEndpoints(event.owner),
-    (endpoints) => tx.insertEvent(event, endpoints.filter((e) => wants(e, event.type)).map((e) => e.id))
+    (endpoints) => endpoints.filter((e) => wants(e, event.type)).map((e) => e.id)
   )
+
+// Writes the event, with a delivery for each of its recipients.
+export const emit = (tx: EventTx, event: NewEvent): Effect.Effect<void> =>
+  Effect.flatMap(recipients(tx, event), (endpoints) => tx.insertEvent(event, endpoints))

@@ -123,6 +123,29 @@ export const webhookStoreContract = (
         assert.lengthOf((yield* store.listEvents(client, { limit: 10, type: "transfer.declined" })).data, 1)
       })))
 
+    it.effect("a settle writes its event once, to the endpoints that asked for its type; a late settle writes none", () =>
+      run(Effect.gen(function*() {
+        const store = yield* WebhookStore
+        const transfers = yield* TransferStore
+        yield* endpoint("all", ["*"])
+        yield* endpoint("declines", ["transfer.declined"])
+        yield* endpoint("theirs", ["*"], other)
+        const approved = transfer("settled", "approved")
+        const { authorizationCode: _, ...fields } = approved
+        yield* transfers.reserve(new Transfer({ ...fields, status: "pending" }))
+        assert.lengthOf((yield* store.listEvents(client, { limit: 10 })).data, 0)
+        yield* transfers.settle(approved)
+        // A second answer for the same transfer (a late request, a second reconciler) changes nothing.
+        yield* transfers.settle(new Transfer({ ...fields, status: "declined", failure: { code: "card_declined" } }))
+        const { data } = yield* store.listEvents(client, { limit: 10 })
+        assert.deepStrictEqual(data.map((e) => e.type), ["transfer.approved"])
+        assert.strictEqual(Option.getOrThrow(yield* transfers.get(client, approved.id)).status, "approved")
+        const now = DateTime.unsafeMake(Date.now() + 1000)
+        assert.deepStrictEqual([...(yield* store.dueEndpoints(now, 10))], [endpointId("all")])
+        const claimed = yield* store.claim(endpointId("all"), now, DateTime.addDuration(now, Duration.minutes(1)), 10)
+        assert.deepStrictEqual(claimed.map((d) => d.eventId), [data[0]!.id])
+      })))
+
     it.effect("a failed delivery is due again at its next attempt; a failing endpoint waits for its retry time", () =>
       run(Effect.gen(function*() {
         const store = yield* WebhookStore

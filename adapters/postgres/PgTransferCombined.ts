@@ -1,0 +1,91 @@
+import { Effect } from "effect"
+import type { CombinedOperations } from "../../core/payments/TransferStorage.ts"
+import { outcomeRow, TransferColumns, transferRow } from "../sql/TransferRows.ts"
+import { type PgDirectShape, statement } from "./PgClient.ts"
+import { ms } from "./PgUnitOfWork.ts"
+
+// The transfer storage's combined operations on PostgreSQL: each one data-modifying statement (its CTEs are one
+// transaction), where the operations one by one would be BEGIN, a statement each and COMMIT, a round trip each.
+
+// The columns of a transfer row, in transferRow's order, each parameter cast to its column's type.
+export const fields = TransferColumns.replace(/CAST\((\w+) AS TEXT\) AS \1/g, "$1").split(",").map((c) => c.trim())
+const types: Record<string, string> = {
+  amount: "bigint",
+  amount_refunded: "bigint",
+  card_exp_month: "integer",
+  card_exp_year: "integer",
+  created_at: "timestamptz",
+  reconciled_at: "timestamptz"
+}
+export const values = fields.map((f, i) => `$${i + 1}::${types[f] ?? "text"}`).join(", ")
+export const time = (millis: number) => new Date(millis)
+const n = fields.length
+
+// insertKey, then insertTransfer only if the key was new. A taken reference inserts nothing and leaves the key
+// started, as the two operations would.
+const reserveWithKey = statement(
+  "reserve_with_key",
+  `WITH k AS (
+     INSERT INTO idempotency_keys (client_id, idempotency_key, request_hash, request_id, started_at)
+     VALUES ($${fields.indexOf("client_id") + 1}::text, $${n + 1}::text, $${n + 2}::text, $${n + 3}::text,
+       $${fields.indexOf("created_at") + 1}::timestamptz)
+     ON CONFLICT (client_id, idempotency_key) DO NOTHING RETURNING 1
+   ), t AS (
+     INSERT INTO transfers (${fields.join(", ")}) SELECT ${values} WHERE EXISTS (SELECT 1 FROM k)
+     ON CONFLICT (client_id, reference) DO NOTHING RETURNING 1
+   )
+   SELECT EXISTS (SELECT 1 FROM k) AS key_inserted, EXISTS (SELECT 1 FROM t) AS transfer_inserted`
+)
+
+// updateOutcome; insertEvent (the event, then its deliveries) only if the outcome was written; then the answer
+// onto the key ($16) or onto the waiting keys of the request hash ($17), whichever is given.
+const settle = statement(
+  "settle",
+  `WITH s AS (
+     UPDATE transfers SET status = $2, failure_code = $3, decline_code = $4, authorization_code = $5,
+       reconciled_at = $6::timestamptz, reconcile_at = NULL WHERE id = $1 AND status = ANY($7::text[]) RETURNING 1
+   ), ev AS (
+     INSERT INTO events (id, type, owner, created_at, body)
+     SELECT $8::text, $9::text, $10::text, $11::timestamptz, $12::text
+     WHERE $8::text IS NOT NULL AND EXISTS (SELECT 1 FROM s)
+     RETURNING id, created_at
+   ), d AS (
+     INSERT INTO webhook_deliveries (event_id, endpoint_id, created_at, next_attempt_at)
+     SELECT ev.id, e, ev.created_at, ev.created_at FROM ev, unnest($13::text[]) AS e
+   ), k AS (
+     UPDATE idempotency_keys SET answer = 'transfer_made', transfer_id = $1
+     WHERE $15::text IS NOT NULL AND client_id = $14 AND idempotency_key = $15 AND answer IS NULL
+   ), w AS (
+     UPDATE idempotency_keys SET answer = 'transfer_made', transfer_id = $1
+     WHERE $16::text IS NOT NULL AND client_id = $14 AND request_hash = $16 AND answer IS NULL
+   )
+   SELECT EXISTS (SELECT 1 FROM s) AS changed`
+)
+
+export const pgCombined = (direct: PgDirectShape): CombinedOperations => ({
+  reserveWithKey: (t, claim) =>
+    direct.query<{ key_inserted: boolean; transfer_inserted: boolean }>(reserveWithKey, [
+      ...Object.values(transferRow(t, time)),
+      claim.key,
+      claim.requestHash,
+      claim.requestId
+    ]).pipe(
+      Effect.map(([row]) => ({ keyInserted: row!.key_inserted, transferInserted: row!.transfer_inserted })),
+      Effect.orDie
+    ),
+  settle: ({ answer, event, from, transfer: t }) =>
+    direct.query<{ changed: boolean }>(settle, [
+      t.id,
+      ...outcomeRow(t, time),
+      from,
+      event?.event.id ?? null,
+      event?.event.type ?? null,
+      event?.event.owner ?? null,
+      event === undefined ? null : ms(event.event.createdAt),
+      event?.event.body ?? null,
+      event?.endpoints ?? [],
+      t.clientId,
+      answer !== undefined && "key" in answer ? answer.key : null,
+      answer !== undefined && "waiting" in answer ? answer.waiting : null
+    ]).pipe(Effect.map(([row]) => row!.changed), Effect.orDie)
+})
