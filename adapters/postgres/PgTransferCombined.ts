@@ -23,8 +23,8 @@ const n = fields.length
 
 // insertKey, then insertTransfer only if the key was new. A taken reference inserts nothing and leaves the key
 // started, as the two operations would.
-const reserveWithKey = statement(
-  "reserve_with_key",
+const insertKeyAndTransfer = statement(
+  "insert_key_and_transfer",
   `WITH k AS (
      INSERT INTO idempotency_keys (client_id, idempotency_key, request_hash, request_id, started_at)
      VALUES ($${fields.indexOf("client_id") + 1}::text, $${n + 1}::text, $${n + 2}::text, $${n + 3}::text,
@@ -35,6 +35,24 @@ const reserveWithKey = statement(
      ON CONFLICT (client_id, reference) DO NOTHING RETURNING 1
    )
    SELECT EXISTS (SELECT 1 FROM k) AS key_inserted, EXISTS (SELECT 1 FROM t) AS transfer_inserted`
+)
+
+// insertTransfer, then insertEvent (the event, then its deliveries) only if the transfer was inserted.
+const insertTransferAndEvent = statement(
+  "insert_transfer_and_event",
+  `WITH t AS (
+     INSERT INTO transfers (${fields.join(", ")}) VALUES (${values})
+     ON CONFLICT (client_id, reference) DO NOTHING RETURNING 1
+   ), ev AS (
+     INSERT INTO events (id, type, owner, created_at, body)
+     SELECT $${n + 1}::text, $${n + 2}::text, $${n + 3}::text, $${n + 4}::timestamptz, $${n + 5}::text
+     WHERE EXISTS (SELECT 1 FROM t)
+     RETURNING id, created_at
+   ), d AS (
+     INSERT INTO webhook_deliveries (event_id, endpoint_id, created_at, next_attempt_at)
+     SELECT ev.id, e, ev.created_at, ev.created_at FROM ev, unnest($${n + 6}::text[]) AS e
+   )
+   SELECT EXISTS (SELECT 1 FROM t) AS inserted`
 )
 
 // updateOutcome; insertEvent (the event, then its deliveries) only if the outcome was written; then the answer
@@ -63,8 +81,8 @@ const settle = statement(
 )
 
 export const pgCombined = (direct: PgDirectShape): CombinedOperations => ({
-  reserveWithKey: (t, claim) =>
-    direct.query<{ key_inserted: boolean; transfer_inserted: boolean }>(reserveWithKey, [
+  insertKeyAndTransfer: (t, claim) =>
+    direct.query<{ key_inserted: boolean; transfer_inserted: boolean }>(insertKeyAndTransfer, [
       ...Object.values(transferRow(t, time)),
       claim.key,
       claim.requestHash,
@@ -73,6 +91,16 @@ export const pgCombined = (direct: PgDirectShape): CombinedOperations => ({
       Effect.map(([row]) => ({ keyInserted: row!.key_inserted, transferInserted: row!.transfer_inserted })),
       Effect.orDie
     ),
+  insertTransferAndEvent: (t, { endpoints, event }) =>
+    direct.query<{ inserted: boolean }>(insertTransferAndEvent, [
+      ...Object.values(transferRow(t, time)),
+      event.id,
+      event.type,
+      event.owner,
+      ms(event.createdAt),
+      event.body,
+      endpoints
+    ]).pipe(Effect.map(([row]) => row!.inserted), Effect.orDie),
   settle: ({ answer, event, from, transfer: t }) =>
     direct.query<{ changed: boolean }>(settle, [
       t.id,

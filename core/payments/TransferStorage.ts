@@ -60,28 +60,36 @@ export interface TransferTx extends EventTx {
   readonly deleteRefund: (id: RefundId, status: RefundStatus) => Effect.Effect<boolean>
 }
 
+// An event with the endpoints core chose for its deliveries.
+export interface EventWrite {
+  readonly event: NewEvent
+  readonly endpoints: ReadonlyArray<EndpointId>
+}
+
 // A settle's writes as core decided them: the outcome onto the transfer if its stored status is one of `from`;
 // only if that changed it, the event with a delivery for each of `endpoints`; then TransferMade(transfer) as
 // the answer of `key` if it has none, or of every unanswered key of the client with request hash `waiting`.
 export interface SettleWrites {
   readonly transfer: Transfer
   readonly from: ReadonlyArray<TransferStatus>
-  readonly event?: { readonly event: NewEvent; readonly endpoints: ReadonlyArray<EndpointId> }
+  readonly event?: EventWrite
   readonly answer?: { readonly key: IdempotencyKey } | { readonly waiting: RequestHash }
 }
 
 // Combined operations: a database may do in one statement what core would otherwise run as several operations
-// in `transact` (decision 0037). Each is exactly those operations in one transaction, nothing more; without
+// in `transact` (decision 0038). Each is exactly those operations in one transaction, nothing more; without
 // them core runs the operations themselves. PostgreSQL has them: a transaction costs it a round trip a statement.
 export interface CombinedOperations {
   // updateOutcome, then insertEvent if it changed the transfer, then keepAnswer or answerWaitingKeys; true if
   // the outcome was written.
   readonly settle: (writes: SettleWrites) => Effect.Effect<boolean>
   // insertKey (started at the transfer's created time), then insertTransfer if the key was inserted.
-  readonly reserveWithKey: (
+  readonly insertKeyAndTransfer: (
     transfer: Transfer,
     claim: KeyClaim
   ) => Effect.Effect<{ readonly keyInserted: boolean; readonly transferInserted: boolean }>
+  // insertTransfer, then insertEvent if the transfer was inserted; true if it was.
+  readonly insertTransferAndEvent: (transfer: Transfer, event: EventWrite) => Effect.Effect<boolean>
 }
 
 export interface TransferStorageShape extends TransferTx {

@@ -125,15 +125,22 @@ export const startKey = (
       })
   )
 
-// Inserts the transfer; answers the id of the transfer holding its reference if that one was first.
-const insert = (tx: TransferTx, t: Transfer): Effect.Effect<TransferId | undefined> =>
+// Runs `attempt` (an insert of t) until it inserts, or answers the id of the transfer holding t's reference if
+// that one was first. A competing reservation cancelled in between (its card network failed) frees it.
+const insertOr = (
+  tx: TransferTx,
+  t: Transfer,
+  attempt: Effect.Effect<boolean>
+): Effect.Effect<TransferId | undefined> =>
   Effect.flatMap(
-    tx.insertTransfer(t),
+    attempt,
     (inserted) =>
-      inserted ? Effect.succeed(undefined) : Effect.flatMap(tx.referenceHolder(t.clientId, t.reference), (holder) =>
-        // The competing reservation was cancelled in between (its card network failed): try again.
-        Option.isNone(holder) ? insert(tx, t) : Effect.succeed(holder.value))
+      inserted ? Effect.succeed(undefined) : Effect.flatMap(
+        tx.referenceHolder(t.clientId, t.reference),
+        (holder) => Option.isNone(holder) ? insertOr(tx, t, attempt) : Effect.succeed(holder.value)
+      )
   )
+const insert = (tx: TransferTx, t: Transfer) => insertOr(tx, t, tx.insertTransfer(t))
 
 // The combined operations as core runs them on a database that has none: the same operations, in one
 // transaction.
@@ -151,11 +158,19 @@ const composed = (storage: TransferStorageShape): CombinedOperations => ({
         return changed
       })
     ),
-  reserveWithKey: (t, claim) =>
+  insertKeyAndTransfer: (t, claim) =>
     storage.transact((tx) =>
       Effect.gen(function*() {
         const keyInserted = yield* tx.insertKey(t.clientId, claim, t.createdAt)
         return { keyInserted, transferInserted: keyInserted && (yield* tx.insertTransfer(t)) }
+      })
+    ),
+  insertTransferAndEvent: (t, { endpoints, event }) =>
+    storage.transact((tx) =>
+      Effect.gen(function*() {
+        const inserted = yield* tx.insertTransfer(t)
+        if (inserted) yield* tx.insertEvent(event, endpoints)
+        return inserted
       })
     )
 })
@@ -184,8 +199,11 @@ export const make = Effect.gen(function*() {
     Effect.gen(function*() {
       const event = final ? yield* eventOf(t) : undefined
       if (claim !== undefined && !final) {
-        const first = yield* combined.reserveWithKey(t, claim)
+        const first = yield* combined.insertKeyAndTransfer(t, claim)
         if (first.keyInserted) return yield* taken(first.transferInserted ? undefined : yield* insert(storage, t))
+      } else if (claim === undefined && event !== undefined) {
+        const endpoints = yield* recipients(storage, event)
+        return yield* taken(yield* insertOr(storage, t, combined.insertTransferAndEvent(t, { event, endpoints })))
       }
       const work = (tx: TransferTx) =>
         Effect.gen(function*() {
