@@ -2,11 +2,11 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { assert, describe, it, layer } from "@effect/vitest"
 import Database from "better-sqlite3"
 import { Context, Effect, Layer } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { SqliteDirect } from "../../adapters/sqlite/SqliteClient.ts"
 import { MailThrottle } from "../../core/subscriptions/Subscription.ts"
+import { runProcesses } from "./Processes.ts"
 import { withSqlRawRows } from "./RawRows.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
 import { sqliteClient, sqliteStoreOn, tempDir, tempSqliteStore } from "./TempSqlite.ts"
@@ -85,48 +85,7 @@ describe("SQLite storage", () => {
     }))
 })
 
-interface ProcessResult {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
 const subscribeProcess = fileURLToPath(new URL("./SubscribeProcess.ts", import.meta.url))
-
-// Starts `count` processes on `filename`, lets them all go at once when every one is ready, and answers how
-// each ended. The processes are killed if the test ends first.
-const runProcesses = (filename: string, count: number, addresses: number) =>
-  Effect.async<ReadonlyArray<ProcessResult>>((resume) => {
-    const children: Array<ChildProcess> = []
-    const results: Array<ProcessResult> = []
-    let ready = 0
-    let done = 0
-    for (let i = 0; i < count; i++) {
-      const child = spawn(
-        process.execPath,
-        ["--import", "tsx", subscribeProcess, filename, String(addresses), `${i}`],
-        { stdio: ["pipe", "pipe", "pipe"] }
-      )
-      children.push(child)
-      let stdout = ""
-      let stderr = ""
-      child.stdout!.on("data", (chunk) => {
-        const before = stdout
-        stdout += String(chunk)
-        if (!before.includes("ready\n") && stdout.includes("ready\n") && ++ready === count) {
-          for (const c of children) c.stdin!.write("go\n")
-        }
-      })
-      child.stderr!.on("data", (chunk) => (stderr += String(chunk)))
-      child.on("close", (code) => {
-        results[i] = { code, stdout, stderr }
-        if (++done === count) resume(Effect.succeed(results))
-      })
-    }
-    return Effect.sync(() => {
-      for (const child of children) if (child.exitCode === null) child.kill("SIGKILL")
-    })
-  })
 
 // Separate processes, each with its own connection, as several app instances on one file would be. Every
 // process subscribes the same addresses in the same order, so most requests race one from another process.
@@ -142,7 +101,8 @@ describe("SQLite storage across processes", () => {
         const store = yield* Layer.build(sqliteStoreOn(filename))
         const processes = 4
         const addresses = 100
-        const results = yield* runProcesses(filename, processes, addresses).pipe(Effect.timeout("50 seconds"))
+        const results = yield* runProcesses(subscribeProcess, processes, (i) => [filename, String(addresses), `${i}`])
+          .pipe(Effect.timeout("50 seconds"))
         for (const [i, result] of results.entries()) {
           assert.strictEqual(result.code, 0, `process ${i} failed:\n${result.stderr}`)
         }

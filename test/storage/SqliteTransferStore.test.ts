@@ -1,13 +1,13 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Context, DateTime, Effect, Layer, Option } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { CurrencyCode } from "../../core/payments/Currency.ts"
 import { IdempotencyKey, RequestHash } from "../../core/payments/Idempotency.ts"
 import { ClientId, Reference, Transfer, TransferId } from "../../core/payments/Transfer.ts"
 import { TransferStore } from "../../core/payments/TransferStore.ts"
+import { runProcesses } from "./Processes.ts"
 import { withSqlRawRows } from "./RawRows.ts"
 import { refundStoreContract } from "./RefundStore.contract.ts"
 import { sqliteTransferStoreOn, tempDir, tempSqliteTransferStore, tempSqliteWebhookStores } from "./TempSqlite.ts"
@@ -55,12 +55,6 @@ layer(tempSqliteTransferStore())("SQLite transfers.amount", (it) => {
     }))
 })
 
-interface ProcessResult {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
 interface RoundResult {
   readonly start: string
   readonly replayed: string | null
@@ -71,41 +65,6 @@ interface RoundResult {
 const transferProcess = fileURLToPath(new URL("./TransferProcess.ts", import.meta.url))
 const processTransferId = (kind: "p" | "q", label: string, round: number) =>
   `tr_${`${kind}${label}r${round}`.padEnd(24, "x")}`
-
-// Starts `count` processes on `filename`, lets them all go at once when every one is ready, and answers how
-// each ended. The processes are killed if the test ends first.
-const runProcesses = (filename: string, client: ClientId, count: number, rounds: number) =>
-  Effect.async<ReadonlyArray<ProcessResult>>((resume) => {
-    const children: Array<ChildProcess> = []
-    const results: Array<ProcessResult> = []
-    let ready = 0
-    let done = 0
-    for (let i = 0; i < count; i++) {
-      const child = spawn(
-        process.execPath,
-        ["--import", "tsx", transferProcess, filename, client, String(rounds), `${i}`],
-        { stdio: ["pipe", "pipe", "pipe"] }
-      )
-      children.push(child)
-      let stdout = ""
-      let stderr = ""
-      child.stdout!.on("data", (chunk) => {
-        const before = stdout
-        stdout += String(chunk)
-        if (!before.includes("ready\n") && stdout.includes("ready\n") && ++ready === count) {
-          for (const c of children) c.stdin!.write("go\n")
-        }
-      })
-      child.stderr!.on("data", (chunk) => (stderr += String(chunk)))
-      child.on("close", (code) => {
-        results[i] = { code, stdout, stderr }
-        if (++done === count) resume(Effect.succeed(results))
-      })
-    }
-    return Effect.sync(() => {
-      for (const child of children) if (child.exitCode === null) child.kill("SIGKILL")
-    })
-  })
 
 // Separate processes, each with its own connection, as several app instances on one file would be. In every
 // round all processes record a transfer with one reference under one idempotency key and one body, then one
@@ -124,7 +83,11 @@ describe("SQLite transfer storage across processes", () => {
         yield* store.createClient({ id: client, name: "Racer" }, "hash-racer", DateTime.unsafeMake(Date.now()))
         const processes = 4
         const rounds = 40
-        const results = yield* runProcesses(filename, client, processes, rounds).pipe(Effect.timeout("50 seconds"))
+        const results = yield* runProcesses(
+          transferProcess,
+          processes,
+          (i) => [filename, client, String(rounds), `${i}`]
+        ).pipe(Effect.timeout("50 seconds"))
         const perProcess = results.map((result, i) => {
           assert.strictEqual(result.code, 0, `process ${i} failed:\n${result.stderr}`)
           const line = result.stdout.split("\n").find((l) => l.startsWith("result "))
