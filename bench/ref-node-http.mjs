@@ -7,7 +7,11 @@ import { createServer } from "node:http"
 import { acceptedBodies, announce, makeReference, MaxBodyBytes, mediaTypeOf, when } from "./lib/reference.mjs"
 
 const port = Number(process.env.PORT ?? 3001)
-const database = [["--postgres", /^postgres(ql)?:/, "postgres://..."], ["--mariadb", /^(mysql|mariadb):/, "mysql://..."]]
+const database = [["--postgres", /^postgres(ql)?:/, "postgres://..."], [
+  "--mariadb",
+  /^(mysql|mariadb):/,
+  "mysql://..."
+]]
   .find(([flag]) => process.argv.includes(flag))
 if (database !== undefined && !database[1].test(process.env.DATABASE_URL ?? "")) {
   throw new Error(`${database[0]} needs DATABASE_URL=${database[2]}`)

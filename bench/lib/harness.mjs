@@ -21,12 +21,7 @@ import os from "node:os"
 import { join, relative, resolve } from "node:path"
 import pg from "pg"
 import { denoStartCommand, nodeStartCommand } from "../../scripts/start-commands.mjs"
-import {
-  createMariadbDatabase,
-  dropAllMariadbDatabases,
-  dropMariadbDatabase,
-  mariadbCounts
-} from "./mariadb.mjs"
+import { createMariadbDatabase, dropAllMariadbDatabases, dropMariadbDatabase, mariadbCounts } from "./mariadb.mjs"
 
 // autocannon's client, when the server closes a keep-alive connection, reconnects and sends a new request
 // without dropping the one it had just written into the dying socket: that stale entry stays at the head of

@@ -37,7 +37,8 @@ export const dropMariadbDatabase = async (url) => {
 export const dropAllMariadbDatabases = async () => {
   for (const name of [...created]) await dropMariadbDatabase(urlOf(name)).catch(() => {})
 }
-export const mariadbAvailable = () => withMariadb(mariadbAdminUrl, (c) => c.query("SELECT 1")).then(() => true, () => false)
+export const mariadbAvailable = () =>
+  withMariadb(mariadbAdminUrl, (c) => c.query("SELECT 1")).then(() => true, () => false)
 
 // What makes a commit durable: innodb_flush_log_at_trx_commit=1 writes and flushes the redo log at every commit.
 export const mariadbSettings = () =>

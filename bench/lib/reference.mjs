@@ -338,7 +338,7 @@ CREATE TABLE IF NOT EXISTS api_clients (id ${T.key} PRIMARY KEY, name TEXT NOT N
   created_at ${T.time} NOT NULL)${T.table};
 CREATE TABLE IF NOT EXISTS transfers (id ${T.key} PRIMARY KEY,
   client_id ${T.key} NOT NULL REFERENCES api_clients (id), reference ${T.key} NOT NULL,
-  amount ${T.money} NOT NULL CHECK (amount > 0), currency TEXT NOT NULL,
+  amount ${T.money} NOT NULL CHECK (amount > 0), amount_refunded ${T.money} NOT NULL DEFAULT 0, currency TEXT NOT NULL,
   status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'declined')),
   sender_first_name TEXT NOT NULL, sender_middle_name TEXT, sender_email TEXT NOT NULL,
   card_brand TEXT NOT NULL, card_last4 TEXT NOT NULL, card_exp_month INTEGER NOT NULL,
@@ -392,13 +392,12 @@ const dialects = {
   }
 }
 
-const transferColumns = `id, client_id, reference, CAST(amount AS TEXT) AS amount, currency, status,
+const transferColumns = `id, client_id, reference, CAST(amount AS TEXT) AS amount,
+  CAST(amount_refunded AS TEXT) AS amount_refunded, currency, status,
   sender_first_name, sender_middle_name, sender_email, card_brand, card_last4, card_exp_month, card_exp_year,
   card_fingerprint, recipient_first_name, recipient_middle_name, recipient_email, recipient_merchant_id,
   failure_code, decline_code, authorization_code, created_at`
-const transferFields = transferColumns.replace("CAST(amount AS TEXT) AS amount", "amount").split(",").map((c) =>
-  c.trim()
-)
+const transferFields = transferColumns.replace(/CAST\((\w+) AS TEXT\) AS \w+/g, "$1").split(",").map((c) => c.trim())
 const subscriptionColumns = "id, name, email, feed, status, created_at, updated_at"
 
 // The statements the service runs for the benchmarked requests (adapters/sql/SqlSubscriptionStore.ts,
@@ -828,6 +827,8 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl, smtpUrl })
       reference: r.reference,
       amount: formatAmount(BigInt(r.amount), r.currency),
       currency: r.currency,
+      amount_refunded: formatAmount(BigInt(r.amount_refunded), r.currency),
+      refunded: r.amount_refunded === r.amount,
       status: r.status,
       sender,
       recipient,
@@ -902,6 +903,7 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl, smtpUrl })
       client_id: client.id,
       reference: request.reference,
       amount: request.amount,
+      amount_refunded: 0n,
       currency: request.currency,
       status: "pending",
       sender_first_name: request.sender.first_name,
@@ -930,7 +932,12 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl, smtpUrl })
           requestId,
           { ...(row.decline_code === null ? {} : { decline_code: row.decline_code }), transfer: row.id }
         )
-        : { status: 201, body: JSON.stringify({ payment_transfer: renderRow({ ...row, amount: String(row.amount) }) }) }
+        : {
+          status: 201,
+          body: JSON.stringify({
+            payment_transfer: renderRow({ ...row, amount: String(row.amount), amount_refunded: "0" })
+          })
+        }
     const completion = () => (key === undefined ? undefined : { key, response: outcome() })
     // Card checks in the documented order: Luhn, expiry (one write: the declined row), then the network
     // (two writes: the pending row reserves the reference before the card is charged, then the outcome).
@@ -960,7 +967,8 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl, smtpUrl })
   const createTransfer = (client, body, requestId, key) =>
     guard(requestId, transferRequest(client, body, requestId, key))
 
-  // apps/http/Caching.ts: a strong ETag from the body's bytes, 304 when If-None-Match matches.
+  // apps/http/Caching.ts: a strong ETag from the body's bytes, 304 when If-None-Match matches; no Last-Modified
+  // (a transfer keeps no time of its last change).
   function* getRequest(client, id, ifNoneMatch, requestId) {
     const [row] = transferIdPattern.test(id) ? yield q("get", [client.id, id]) : []
     if (row === undefined) return error("resource_missing", "No transfer has this id.", requestId, { param: "id" })
@@ -968,7 +976,6 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl, smtpUrl })
     const etag = `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`
     const headers = {
       etag,
-      "last-modified": new Date(millisOf(row.created_at)).toUTCString(),
       "cache-control": "private",
       "x-request-id": requestId
     }
