@@ -489,6 +489,22 @@ const sqliteDriver = (filename) => {
   }
 }
 
+// One transaction on a pooled connection (pg or mysql2): BEGIN, the steps over q, COMMIT (ROLLBACK on a failure),
+// the connection given back.
+const transactionOn = async (connection, q, steps, args) => {
+  try {
+    await connection.query("BEGIN")
+    const result = await drive(steps(q, ...args))
+    await connection.query("COMMIT")
+    return result
+  } catch (e) {
+    await connection.query("ROLLBACK").catch(() => {})
+    throw e
+  } finally {
+    connection.release()
+  }
+}
+
 // Plain pg: a Pool of 10 (the service's maxConnections), named (prepared) statements, one BEGIN ... COMMIT
 // per transaction on a connection of its own, synchronous_commit checked at start as the service does.
 const pgDriver = async (databaseUrl) => {
@@ -515,17 +531,7 @@ const pgDriver = async (databaseUrl) => {
     q,
     tx: async (steps, ...args) => {
       const client = await pool.connect()
-      try {
-        await client.query("BEGIN")
-        const result = await drive(steps(on(client), ...args))
-        await client.query("COMMIT")
-        return result
-      } catch (e) {
-        await client.query("ROLLBACK").catch(() => {})
-        throw e
-      } finally {
-        client.release()
-      }
+      return transactionOn(client, on(client), steps, args)
     },
     setup: async (sql, params) => {
       let n = 0
@@ -590,17 +596,7 @@ const mysqlDriver = async (databaseUrl) => {
   }
   const once = async (steps, args) => {
     const connection = await pool.getConnection()
-    try {
-      await connection.query("BEGIN")
-      const result = await drive(steps(on(connection), ...args))
-      await connection.query("COMMIT")
-      return result
-    } catch (e) {
-      await connection.query("ROLLBACK").catch(() => {})
-      throw e
-    } finally {
-      connection.release()
-    }
+    return transactionOn(connection, on(connection), steps, args)
   }
   return {
     kind: "mysql",
