@@ -24,6 +24,7 @@ import {
   root,
   runScenario,
   scenarios,
+  serverDatabase,
   startSmtpSink,
   startTarget,
   startWebhookSink,
@@ -41,8 +42,10 @@ if (!scenarios[scenario]) {
   console.error(`unknown scenario ${scenario}`)
   process.exit(2)
 }
-if (!["service", "service-pg", "service-hooks"].includes(targetName)) {
-  console.error("--target: service, service-pg or service-hooks (the Node app; --cpu-prof is a node flag)")
+if (!["service", "service-pg", "service-mariadb", "service-hooks"].includes(targetName)) {
+  console.error(
+    "--target: service, service-pg, service-mariadb or service-hooks (the Node app; --cpu-prof is a node flag)"
+  )
   process.exit(2)
 }
 
@@ -126,8 +129,9 @@ try {
   buildApp()
   sink = await startSmtpSink()
   hookSink = targetDefinitions[targetName].webhooks ? await startWebhookSink() : undefined
-  // service-pg runs on a throwaway PostgreSQL database, as in the benchmark.
-  databaseUrl = targetName === "service-pg" ? await createDatabase() : undefined
+  // service-pg and service-mariadb run on a throwaway database, as in the benchmark.
+  const kind = targetDefinitions[targetName].database
+  databaseUrl = serverDatabase(kind) ? await createDatabase(kind) : undefined
   target = await startTarget(targetName, {
     dataDir,
     smtpPort: sink.port,

@@ -1,22 +1,30 @@
 // Reference 1: plain node:http + better-sqlite3, doing the service's work for the benchmarked endpoints
 // (bench/lib/reference.mjs), its confirmation mails included (bench/lib/outbox.mjs). Env: PORT, DB_FILE,
 // BASE_URL, SMTP_URL (no mail without it).
-// With --postgres it is ref-pg: the same server and code on PostgreSQL through pg (env DATABASE_URL).
+// With --postgres it is ref-pg: the same server and code on PostgreSQL through pg; with --mariadb, ref-mariadb:
+// on MariaDB through mysql2 (env DATABASE_URL for both).
 import { createServer } from "node:http"
 import { acceptedBodies, announce, makeReference, MaxBodyBytes, mediaTypeOf, when } from "./lib/reference.mjs"
 
 const port = Number(process.env.PORT ?? 3001)
-const postgres = process.argv.includes("--postgres")
-if (postgres && !/^postgres(ql)?:/.test(process.env.DATABASE_URL ?? "")) {
-  throw new Error("--postgres needs DATABASE_URL=postgres://...")
+const database = [["--postgres", /^postgres(ql)?:/, "postgres://..."], [
+  "--mariadb",
+  /^(mysql|mariadb):/,
+  "mysql://..."
+]]
+  .find(([flag]) => process.argv.includes(flag))
+if (database !== undefined && !database[1].test(process.env.DATABASE_URL ?? "")) {
+  throw new Error(`${database[0]} needs DATABASE_URL=${database[2]}`)
 }
 const ref = await makeReference({
-  ...(postgres ? { databaseUrl: process.env.DATABASE_URL } : { filename: process.env.DB_FILE ?? "bench-ref-node.db" }),
+  ...(database !== undefined
+    ? { databaseUrl: process.env.DATABASE_URL }
+    : { filename: process.env.DB_FILE ?? "bench-ref-node.db" }),
   baseUrl: process.env.BASE_URL ?? `http://localhost:${port}`,
   smtpUrl: process.env.SMTP_URL
 })
 
-// r: an answer, or (PostgreSQL) a Promise of one.
+// r: an answer, or (PostgreSQL, MariaDB) a Promise of one.
 const send = (res, r) =>
   when(r, (r) => {
     if (r.body !== "") r.headers["content-length"] = Buffer.byteLength(r.body)

@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [-- --deno] [-- --postgres]`: the service against two references that do the
+// `npm run bench [-- --quick] [-- --deno] [-- --postgres] [-- --mariadb]`: the service against two references that do the
 // same work at the same durability (bench/lib/reference.mjs), one server at a time, over several rounds.
 // See bench/README.md for what is measured and how to read it.
 //
@@ -7,11 +7,13 @@
 //   --postgres              also the Node app on PostgreSQL (service-pg), its reference (ref-pg: node:http + pg)
 //                           and two processes of the app on one database (service-pg-x2); a throwaway database
 //                           per start, dropped after
+//   --mariadb               also the Node app on MariaDB (service-mariadb) and its reference (ref-mariadb: node:http
+//                           + mysql2); a throwaway database per start, dropped after
 //   --scaleout              only service-pg-x2 of the PostgreSQL targets, with service-pg to compare it with
 //   --duration=S --rounds=N --connections=C --warmup=S   override the defaults (10 s, 3, 50, 1 s)
 //   --scenarios=a,b         a subset of approved,approvedIdempotent,replay,declined,notModified,subscribe
 //   --targets=a,b           a subset of the targets the other flags chose (service, ref1, ref2, deno,
-//                           service-pg, ref-pg, service-pg-x2), or service-hooks: the service with one webhook
+//                           service-pg, ref-pg, service-pg-x2, service-mariadb, ref-mariadb), or service-hooks: the service with one webhook
 //                           endpoint (e.g. --targets=service,service-hooks --scenarios=approved), or baseline:
 //                           the Node app of the checkout at BENCH_BASELINE, built there (a change against main;
 //                           baseline-hooks and, with --postgres, baseline-pg likewise)
@@ -27,6 +29,7 @@ import { compareConformance, runConformance } from "./lib/conformance.mjs"
 import {
   buildApp,
   createDatabase,
+  databasePids,
   dropAllDatabases,
   dropDatabase,
   killAllSync,
@@ -34,13 +37,13 @@ import {
   median,
   pinProcess,
   postgresAvailable,
-  postgresPids,
   prepareTarget,
   procStats,
   root,
   runScenario,
   scenarioOrder,
   scenarios,
+  serverDatabase,
   sleep,
   startSmtpSink,
   startTarget,
@@ -49,6 +52,7 @@ import {
   targetDefinitions,
   waitForQuiet
 } from "./lib/harness.mjs"
+import { mariadbAvailable, mariadbSettings } from "./lib/mariadb.mjs"
 
 // ---- options
 
@@ -59,6 +63,7 @@ const known = [
   "quick",
   "deno",
   "postgres",
+  "mariadb",
   "scaleout",
   "duration",
   "rounds",
@@ -99,6 +104,7 @@ const options = {
   deno: flag("deno"),
   postgres: flag("postgres") || flag("scaleout"),
   scaleout: flag("scaleout"),
+  mariadb: flag("mariadb"),
   targets: value("targets")?.split(","),
   pin: flag("pin")
 }
@@ -122,6 +128,7 @@ const targetNames = [
       t !== "baseline-pg" || options.targets?.includes(t)
     )
     : []),
+  ...(options.mariadb ? ["service-mariadb", "ref-mariadb"] : []),
   ...["service-hooks", "service-1t", "service-hooks-1t", "baseline", "baseline-hooks"].filter((t) =>
     options.targets?.includes(t)
   )
@@ -132,15 +139,16 @@ for (const t of options.targets ?? []) {
     process.exit(2)
   }
   if (!targetNames.includes(t)) {
-    console.error(`target ${t} needs its flag (--deno, --postgres)`)
+    console.error(`target ${t} needs its flag (--deno, --postgres, --mariadb)`)
     process.exit(2)
   }
 }
 // The req/s ratios printed: each app against the SQLite references; the app on PostgreSQL against ref-pg
-// too; two instances against one.
+// too, on MariaDB against ref-mariadb; two instances against one.
 const ratioPairs = [
-  ...["service", "deno", "service-pg"].flatMap((app) => ["ref1", "ref2"].map((ref) => [app, ref])),
+  ...["service", "deno", "service-pg", "service-mariadb"].flatMap((app) => ["ref1", "ref2"].map((ref) => [app, ref])),
   ["service-pg", "ref-pg"],
+  ["service-mariadb", "ref-mariadb"],
   ["service-pg-x2", "service-pg"],
   ["service-pg-x2", "ref-pg"],
   ["service-hooks", "service"],
@@ -204,10 +212,11 @@ const catchUp = async (sink) => {
 }
 // CPU seconds (user + system, every thread) of a target's processes.
 const cpuOf = (target) => (target.pids ?? [target.pid]).reduce((a, pid) => a + procStats(pid).cpuS, 0)
-// PostgreSQL's processes' CPU seconds, by pid; and what they spent since (a backend that ended is missed).
-const databaseCpu = () => new Map(postgresPids().map((pid) => [pid, procStats(pid).cpuS]))
-const databaseCpuSince = (before) =>
-  [...databaseCpu()].reduce((a, [pid, cpu]) => a + (Number.isFinite(cpu) ? cpu - (before.get(pid) ?? 0) : 0), 0)
+// The database server's processes' CPU seconds (PostgreSQL or MariaDB: `kind`), by pid; and what they spent
+// since (a PostgreSQL backend that ended is missed).
+const databaseCpu = (kind) => new Map(databasePids(kind).map((pid) => [pid, procStats(pid).cpuS]))
+const databaseCpuSince = (kind, before) =>
+  [...databaseCpu(kind)].reduce((a, [pid, cpu]) => a + (Number.isFinite(cpu) ? cpu - (before.get(pid) ?? 0) : 0), 0)
 
 // ---- formatting
 
@@ -238,11 +247,11 @@ const results = {
     "Every target sends its confirmation mails (the references through bench/lib/outbox.mjs).",
     "cpuUsPerSignupWithMail: the target's CPU (all threads, /proc/PID/stat) from the warm-up's start until its " +
     "mail stopped arriving, per signup request written in the warm-up and the run (those in flight at their end are " +
-    "answered after it); databaseCpuUsPerSignupWithMail: PostgreSQL's in the same window.",
+    "answered after it); databaseCpuUsPerSignupWithMail: the database server's (PostgreSQL, MariaDB) in the same window.",
     "cpuUsPerEvent (a target with a webhook endpoint against its twin without): the same window's CPU less what " +
     "the twin spent per request, per webhook delivered in the window.",
     ...(options.pin ? ["--pin: every target on CPU 0, the load generator and the sinks on the others (taskset)."] : []),
-    `The Node app (service, service-pg) runs as npm start runs it: node ${
+    `The Node app (service, service-pg, service-mariadb) runs as npm start runs it: node ${
       [...nodeStartCommand().flags, relative(root, nodeStartCommand().entry)].join(" ")
     } (the esbuild bundle scripts/build.mjs makes at the start of the run).`,
     ...(options.deno
@@ -278,6 +287,15 @@ const main = async () => {
   if (options.postgres && !(await postgresAvailable())) {
     throw new Error("--postgres: no PostgreSQL answers (PGHOST/PGPORT/PGUSER/PGDATABASE or POSTGRES_ADMIN_URL)")
   }
+  if (options.mariadb) {
+    if (!(await mariadbAvailable())) throw new Error("--mariadb: no MariaDB answers (MARIADB_ADMIN_URL)")
+    const m = results.machine.mariadb = await mariadbSettings()
+    console.log(
+      `bench: MariaDB ${m.version}, innodb_flush_log_at_trx_commit=${m.innodbFlushLogAtTrxCommit}${
+        m.innodbFlushLogAtTrxCommit === 1 ? " (every commit flushed)" : " (!! commits are not durable)"
+      }, binary log ${m.logBin === 1 ? `on, sync_binlog=${m.syncBinlog}` : "off"}`
+    )
+  }
   const m = results.machine
   console.log(
     `bench: ${m.cpuModel} x${m.cpuCount}, ${m.totalMemoryGiB} GiB, ${m.platform}, node ${m.node}, SQLite ${m.sqlite}`
@@ -308,7 +326,8 @@ const main = async () => {
       for (const name of targetNames) {
         const dataDir = mkdtempSync(join(os.tmpdir(), `paysub-bench-${name}-`))
         dataDirs.add(dataDir)
-        const databaseUrl = targetDefinitions[name].database === "postgres" ? await createDatabase() : undefined
+        const kind = targetDefinitions[name].database
+        const databaseUrl = serverDatabase(kind) ? await createDatabase(kind) : undefined
         const startedAt = performance.now()
         let target
         const start = { round, target: name }
@@ -323,20 +342,22 @@ const main = async () => {
           start.startupMs = Math.round(performance.now() - startedAt)
           const commit = /synchronous_commit=(\w+)/.exec(target.output())?.[1]
           if (commit !== undefined) start.synchronousCommit = commit
+          const flush = /innodb_flush_log_at_trx_commit=(\w+)/.exec(target.output())?.[1]
+          if (flush !== undefined) start.innodbFlushLogAtTrxCommit = flush
           const ctx = await prepareTarget(target, options.scenarios)
           start.idleRssMb = procStats(target.pid).rssKb / 1024
           if (round === 1) {
             const answers = await runConformance(target, ctx)
             results.conformance[name] = { answers }
           }
-          const usesPostgres = targetDefinitions[name].database === "postgres"
+          const usesServer = serverDatabase(kind)
           for (const scenario of options.scenarios) {
             let quiet
             // The window for the CPU per signup with its mail, and per delivered event: from the warm-up's start
             // until the sinks stop receiving.
             const windowStart = {
               cpuS: cpuOf(target),
-              databaseCpu: usesPostgres ? databaseCpu() : undefined,
+              databaseCpu: usesServer ? databaseCpu(kind) : undefined,
               mails: await sink.count(),
               hooks: await hookSink?.count()
             }
@@ -352,7 +373,7 @@ const main = async () => {
               // A busy machine (someone else's processes) during the warm-up: wait a little for it to calm.
               if (warm.foreignCpuPercent > 25 && quietBudgetMs > 0) {
                 quiet = await waitForQuiet({
-                  ownPids: [...(target.pids ?? [target.pid]), sink.pid, ...(usesPostgres ? postgresPids() : [])],
+                  ownPids: [...(target.pids ?? [target.pid]), sink.pid, ...databasePids(kind)],
                   maxMs: Math.min(10_000, quietBudgetMs)
                 })
                 quietBudgetMs -= quiet.waitedMs
@@ -388,14 +409,14 @@ const main = async () => {
               cpuS: cpuOf(target) - windowStart.cpuS,
               requests,
               mails: (await sink.count()) - windowStart.mails,
-              ...(usesPostgres ? { databaseCpuS: databaseCpuSince(windowStart.databaseCpu) } : {}),
+              ...(usesServer ? { databaseCpuS: databaseCpuSince(kind, windowStart.databaseCpu) } : {}),
               ...(hookSink !== undefined ? { webhooks: (await hookSink.count()) - windowStart.hooks } : {})
             }
             // Per request written: one still in flight when the warm-up or the run ended was answered after it,
             // and its signup mailed.
             if (scenario === "subscribe") {
               run.cpuUsPerSignupWithMail = (run.window.cpuS * 1e6) / requests
-              if (usesPostgres) run.databaseCpuUsPerSignupWithMail = (run.window.databaseCpuS * 1e6) / requests
+              if (usesServer) run.databaseCpuUsPerSignupWithMail = (run.window.databaseCpuS * 1e6) / requests
             }
             results.runs.push(run)
             ;(roundRuns[scenario] ??= {})[name] = run
@@ -414,7 +435,7 @@ const main = async () => {
                 fmtInt(run.serverCpuPercent)
               }%, main thread ${fmtInt(run.mainThreadCpuPercent)}%, load gen ${fmtInt(run.loadGeneratorCpuPercent)}%${
                 run.databaseCpuUsPerRequest !== undefined
-                  ? `, postgres ${fmtInt(run.databaseCpuUsPerRequest)} us/req ${fmtInt(run.databaseCpuPercent)}%`
+                  ? `, ${kind} ${fmtInt(run.databaseCpuUsPerRequest)} us/req ${fmtInt(run.databaseCpuPercent)}%`
                   : ""
               })${
                 run.mailsPerSignupDuringRun !== undefined
@@ -578,7 +599,7 @@ const printTable = () => {
         out.push(
           `  ${label(name).padEnd(widths[0] - 2)}  ${spread(t.cpuUsPerSignupWithMail.values, fmtInt)} us${
             t.databaseCpuUsPerSignupWithMail.values.some(Number.isFinite)
-              ? ` (+ postgres ${spread(t.databaseCpuUsPerSignupWithMail.values, fmtInt)} us)`
+              ? ` (+ ${targetDefinitions[name].database} ${spread(t.databaseCpuUsPerSignupWithMail.values, fmtInt)} us)`
               : ""
           }  ${spread(t.mailsPerSignupDuringRun.values, fmtRatio)} (the rest within ${
             spread(t.mailCatchUpS.values, (x) => x.toFixed(1))

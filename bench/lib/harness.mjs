@@ -21,6 +21,7 @@ import os from "node:os"
 import { join, relative, resolve } from "node:path"
 import pg from "pg"
 import { denoStartCommand, nodeStartCommand } from "../../scripts/start-commands.mjs"
+import { createMariadbDatabase, dropAllMariadbDatabases, dropMariadbDatabase, mariadbCounts } from "./mariadb.mjs"
 
 // autocannon's client, when the server closes a keep-alive connection, reconnects and sends a new request
 // without dropping the one it had just written into the dying socket: that stale entry stays at the head of
@@ -88,19 +89,23 @@ const databaseUrl = (name) => {
   url.pathname = `/${name}`
   return url.toString()
 }
-export const createDatabase = async () => {
+// A throwaway database of `kind` (postgres, mariadb): its URL; dropDatabase(url) drops either.
+export const createDatabase = async (kind = "postgres") => {
+  if (kind === "mariadb") return createMariadbDatabase()
   const name = `paysub_bench_${process.pid}_${Date.now().toString(36)}`
   await withPg(pgAdminUrl, (c) => c.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`))
   createdDatabases.add(name)
   return databaseUrl(name)
 }
 export const dropDatabase = async (url) => {
+  if (/^(mysql|mariadb):/.test(url)) return dropMariadbDatabase(url)
   const name = decodeURIComponent(new URL(url).pathname.slice(1))
   await withPg(pgAdminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`))
   createdDatabases.delete(name)
 }
 export const dropAllDatabases = async () => {
   for (const name of [...createdDatabases]) await dropDatabase(databaseUrl(name)).catch(() => {})
+  await dropAllMariadbDatabases()
 }
 export const postgresAvailable = () => withPg(pgAdminUrl, (c) => c.query("SELECT 1")).then(() => true, () => false)
 
@@ -181,20 +186,27 @@ export const waitForQuiet = async ({ ownPids, maxMs, thresholdPercent = 20 }) =>
   return { waitedMs: Math.round(performance.now() - started), foreignCpuPercent: foreign }
 }
 
-// PostgreSQL's processes on this machine (postmaster, backends, walwriter...): their CPU is the database's
-// work for a PostgreSQL target, not "other processes". (Another user of the same server would be counted too.)
-export const postgresPids = () => {
+// The processes on this machine whose name (comm) is one of `names`.
+const pidsNamed = (...names) => {
   const pids = []
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue
     try {
-      if (readFileSync(`/proc/${entry}/comm`, "utf8").trim() === "postgres") pids.push(Number(entry))
+      if (names.includes(readFileSync(`/proc/${entry}/comm`, "utf8").trim())) pids.push(Number(entry))
     } catch {
       // gone
     }
   }
   return pids
 }
+// A database server's processes (PostgreSQL's postmaster, backends, walwriter...; MariaDB's one threaded
+// process): their CPU is the database's work for a target on it, not "other processes". (Another user of the
+// same server would be counted too.)
+export const postgresPids = () => pidsNamed("postgres")
+export const databasePids = (kind) =>
+  kind === "postgres" ? postgresPids() : kind === "mariadb" ? pidsNamed("mariadbd", "mysqld") : []
+// The server targets: their database's CPU is reported beside theirs.
+export const serverDatabase = (kind) => kind === "postgres" || kind === "mariadb"
 
 // Writing 5 to clear_refs resets VmHWM to the current RSS (Linux 4.0+), so each scenario gets its own peak.
 export const resetPeakRss = (pid) => {
@@ -392,6 +404,20 @@ export const targetDefinitions = {
     short: "ref-pg",
     command: () => [process.execPath, "bench/ref-node-http.mjs", "--postgres"],
     database: "postgres"
+  },
+  "service-mariadb": {
+    label: "service (node, mariadb)",
+    short: "service-mariadb",
+    command: nodeService,
+    bundle: true,
+    database: "mariadb",
+    app: true
+  },
+  "ref-mariadb": {
+    label: "ref-mariadb node:http+mysql2",
+    short: "ref-mariadb",
+    command: () => [process.execPath, "bench/ref-node-http.mjs", "--mariadb"],
+    database: "mariadb"
   },
   // The service with one webhook endpoint for its client, registered at a local receiver (bench/webhook-sink.mjs):
   // every write also records an event and a delivery, which the worker sends. Only with --targets=service-hooks.
@@ -783,8 +809,8 @@ export const runScenario = async (
     }))
   const before = sumStats()
   const tally = { unexpected: 0 }
-  const database = target.def.database === "postgres"
-  const dbBefore = new Map(database ? postgresPids().map((pid) => [pid, procStats(pid).cpuS]) : [])
+  const database = serverDatabase(target.def.database)
+  const dbBefore = new Map(databasePids(target.def.database).map((pid) => [pid, procStats(pid).cpuS]))
   const clientBefore = process.cpuUsage()
   const othersBefore = otherPids.map((pid) => procStats(pid).cpuS)
   const busyBefore = machineBusyS()
@@ -827,7 +853,7 @@ export const runScenario = async (
   let databaseCpuS = 0
   if (database) {
     // Backends that started during the run count from zero; those that ended are missed (pools keep theirs).
-    for (const pid of new Set([...dbBefore.keys(), ...postgresPids()])) {
+    for (const pid of new Set([...dbBefore.keys(), ...databasePids(target.def.database)])) {
       const cpu = procStats(pid).cpuS
       if (Number.isFinite(cpu)) databaseCpuS += cpu - (dbBefore.get(pid) ?? 0)
     }
@@ -920,6 +946,9 @@ export const storedCounts = async (target) => {
       for (const [k, q] of Object.entries(queries)) out[k] = Number((await c.query(q)).rows[0].n)
       return out
     })
+  }
+  if (/^(mysql|mariadb):/.test(target.databaseUrl) && target.def.database === "mariadb") {
+    return mariadbCounts(target.databaseUrl, queries)
   }
   const file = target.def.app ? target.databaseUrl.replace(/^sqlite:/, "") : join(target.dataDir, "ref.db")
   const db = new Database(file, { readonly: true, fileMustExist: true })

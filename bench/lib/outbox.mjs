@@ -43,7 +43,9 @@ const confirmationMail = (baseUrl, row) => {
 }
 
 // The statements, by driver: per row inside the transaction on SQLite (no round trips), one per batch on
-// PostgreSQL (arrays).
+// PostgreSQL (arrays) and MariaDB (lists, expanded by mysql2's query()). MariaDB locks the rows of every table a
+// locking read joins (no FOR UPDATE OF), and a subscription's insert holds its feed's row shared: the claim locks
+// the outbox rows alone, then reads their subscriptions.
 export const outboxStatements = {
   sqlite: {
     claimMail: `SELECT o.id, o.attempts, s.id AS subscription_id, s.name, s.email, s.status, f.title FROM mail_outbox o
@@ -65,6 +67,15 @@ export const outboxStatements = {
       SELECT * FROM unnest(?::text[], ?::bigint[], ?::text[], ?::timestamptz[], ?::timestamptz[])`,
     markSent: "UPDATE mail_outbox SET sent_at = ? WHERE id = ANY(?::bigint[])"
   },
+  mysql: {
+    claimMail: `SELECT id, attempts, subscription_id FROM mail_outbox FORCE INDEX (mail_outbox_due)
+      WHERE sent_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED`,
+    mailRecipients: `SELECT s.id AS subscription_id, s.name, s.email, s.status, f.title FROM subscriptions s
+      JOIN feeds f ON f.name = s.feed WHERE s.id IN (?)`,
+    leaseMail: "UPDATE mail_outbox SET next_attempt_at = ? WHERE id IN (?)",
+    insertToken: "INSERT INTO subscription_tokens (hash, subscription_id, purpose, created_at, expires_at) VALUES ?",
+    markSent: "UPDATE mail_outbox SET sent_at = ? WHERE id IN (?)"
+  },
   both: {
     markFailed: `UPDATE mail_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ?
       WHERE id = ?`
@@ -74,6 +85,12 @@ export const outboxStatements = {
 function* claimSteps(q, kind, time, now) {
   const rows = yield q("claimMail", [time(now), Batch])
   if (rows.length === 0) return rows
+  if (kind === "mysql") {
+    const recipients = new Map(
+      (yield q("mailRecipients", [[...new Set(rows.map((r) => r.subscription_id))]])).map((r) => [r.subscription_id, r])
+    )
+    for (const row of rows) Object.assign(row, recipients.get(row.subscription_id))
+  }
   // A subscription confirmed or gone since its signup gets no mail; its row counts as sent.
   const mails = rows.filter((r) => r.status === "pending")
   for (const row of mails) [row.confirm, row.unsubscribe] = [token(), token()]
@@ -81,9 +98,12 @@ function* claimSteps(q, kind, time, now) {
     [sha256hex(r.confirm), r.subscription_id, "confirm", time(now), time(now + ConfirmTtlMs)],
     [sha256hex(r.unsubscribe), r.subscription_id, "unsubscribe", time(now), null]
   ])
-  if (kind === "pg") {
+  if (kind !== "sqlite") {
     yield q("leaseMail", [time(now + LeaseMs), rows.map((r) => r.id)])
-    if (tokens.length > 0) yield q("insertToken", tokens[0].map((_, i) => tokens.map((t) => t[i])))
+    // Column arrays for PostgreSQL's unnest, rows for MariaDB's VALUES ?.
+    if (tokens.length > 0) {
+      yield q("insertToken", kind === "pg" ? tokens[0].map((_, i) => tokens.map((t) => t[i])) : [tokens])
+    }
   } else {
     for (const row of rows) yield q("leaseMail", [time(now + LeaseMs), row.id])
     for (const t of tokens) yield q("insertToken", t)
@@ -92,7 +112,7 @@ function* claimSteps(q, kind, time, now) {
 }
 
 function* markSteps(q, kind, time, now, sent, failed) {
-  if (kind === "pg") {
+  if (kind !== "sqlite") {
     if (sent.length > 0) yield q("markSent", [time(now), sent.map((r) => r.id)])
   } else {
     for (const row of sent) yield q("markSent", [time(now), row.id])

@@ -1,12 +1,13 @@
-// The reference servers' shared work, written the plain way: better-sqlite3 or pg called directly, the same
-// validation rules as core/ (the same regular expressions and checks, in the same order), the same rows,
+// The reference servers' shared work, written the plain way: better-sqlite3, pg or mysql2 called directly, the
+// same validation rules as core/ (the same regular expressions and checks, in the same order), the same rows,
 // statements and response bodies as the service. Only the HTTP layer differs between bench/ref-node-http.mjs
-// and bench/ref-fastify.mjs, so the pair measures what the framework costs on top of this work; ref-pg is
-// bench/ref-node-http.mjs --postgres, the same code on PostgreSQL.
+// and bench/ref-fastify.mjs, so the pair measures what the framework costs on top of this work; ref-pg and
+// ref-mariadb are bench/ref-node-http.mjs --postgres and --mariadb, the same code on PostgreSQL and MariaDB.
 //
 // Durability is the service's: SQLite in WAL, synchronous=FULL, foreign keys on, one BEGIN IMMEDIATE
-// transaction per write; PostgreSQL with synchronous_commit on, one BEGIN ... COMMIT per write (an approved
-// transfer is two: the pending row reserved, then settled, as core/payments/Transfers.ts does).
+// transaction per write; PostgreSQL with synchronous_commit on, MariaDB (InnoDB) with
+// innodb_flush_log_at_trx_commit=1, one BEGIN ... COMMIT per write (an approved transfer is two: the pending row
+// reserved, then settled, as core/payments/Transfers.ts does).
 import Database from "better-sqlite3"
 import { createHash, createHmac, randomBytes, randomUUID } from "node:crypto"
 import { readFileSync } from "node:fs"
@@ -315,66 +316,88 @@ const randomId = (prefix) => {
 // stay fully synchronous and the PostgreSQL one does the same statements in the same order.
 
 const schema = (T) => `
-CREATE TABLE IF NOT EXISTS feeds (name TEXT PRIMARY KEY, title TEXT NOT NULL, created_at ${T.time} NOT NULL,
-  updated_at ${T.time} NOT NULL, deleted_at ${T.time});
+CREATE TABLE IF NOT EXISTS feeds (name ${T.key} PRIMARY KEY, title TEXT NOT NULL, created_at ${T.time} NOT NULL,
+  updated_at ${T.time} NOT NULL, deleted_at ${T.time})${T.table};
 CREATE TABLE IF NOT EXISTS subscriptions (id ${T.serial}, email TEXT NOT NULL,
-  email_key TEXT NOT NULL, name TEXT NOT NULL, feed TEXT NOT NULL REFERENCES feeds (name),
-  status TEXT NOT NULL CHECK (status IN ('pending', 'active', 'unsubscribed')),
-  created_at ${T.time} NOT NULL, updated_at ${T.time} NOT NULL, UNIQUE (email_key, feed));
-CREATE TABLE IF NOT EXISTS subscription_tokens (hash TEXT PRIMARY KEY,
+  email_key ${T.key} NOT NULL, name TEXT NOT NULL, feed ${T.key} NOT NULL REFERENCES feeds (name),
+  status ${T.key} NOT NULL CHECK (status IN ('pending', 'active', 'unsubscribed')),
+  created_at ${T.time} NOT NULL, updated_at ${T.time} NOT NULL, UNIQUE (email_key, feed))${T.table};
+CREATE TABLE IF NOT EXISTS subscription_tokens (hash ${T.key} PRIMARY KEY,
   subscription_id ${T.reference} NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
   purpose TEXT NOT NULL CHECK (purpose IN ('confirm', 'unsubscribe')), created_at ${T.time} NOT NULL,
-  expires_at ${T.time}, used_at ${T.time});
+  expires_at ${T.time}, used_at ${T.time})${T.table};
 CREATE INDEX IF NOT EXISTS subscription_tokens_subscription ON subscription_tokens (subscription_id);
 CREATE TABLE IF NOT EXISTS mail_outbox (id ${T.serial},
   kind TEXT NOT NULL CHECK (kind IN ('confirmation')),
   subscription_id ${T.reference} NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
   created_at ${T.time} NOT NULL, next_attempt_at ${T.time}, attempts INTEGER NOT NULL DEFAULT 0, sent_at ${T.time},
-  last_error TEXT);
-CREATE INDEX IF NOT EXISTS mail_outbox_due ON mail_outbox (next_attempt_at) WHERE sent_at IS NULL;
+  last_error TEXT)${T.table};
+CREATE INDEX IF NOT EXISTS mail_outbox_due ON mail_outbox (next_attempt_at)${T.dueOnly};
 CREATE INDEX IF NOT EXISTS mail_outbox_subscription ON mail_outbox (subscription_id, created_at);
-CREATE TABLE IF NOT EXISTS api_clients (id TEXT PRIMARY KEY, name TEXT NOT NULL, key_hash TEXT NOT NULL UNIQUE,
-  created_at ${T.time} NOT NULL);
-CREATE TABLE IF NOT EXISTS transfers (id TEXT PRIMARY KEY, client_id TEXT NOT NULL REFERENCES api_clients (id),
-  reference TEXT NOT NULL, amount ${T.money} NOT NULL CHECK (amount > 0), currency TEXT NOT NULL,
+CREATE TABLE IF NOT EXISTS api_clients (id ${T.key} PRIMARY KEY, name TEXT NOT NULL, key_hash ${T.key} NOT NULL UNIQUE,
+  created_at ${T.time} NOT NULL)${T.table};
+CREATE TABLE IF NOT EXISTS transfers (id ${T.key} PRIMARY KEY,
+  client_id ${T.key} NOT NULL REFERENCES api_clients (id), reference ${T.key} NOT NULL,
+  amount ${T.money} NOT NULL CHECK (amount > 0), amount_refunded ${T.money} NOT NULL DEFAULT 0, currency TEXT NOT NULL,
   status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'declined')),
   sender_first_name TEXT NOT NULL, sender_middle_name TEXT, sender_email TEXT NOT NULL,
   card_brand TEXT NOT NULL, card_last4 TEXT NOT NULL, card_exp_month INTEGER NOT NULL,
   card_exp_year INTEGER NOT NULL, card_fingerprint TEXT NOT NULL, recipient_first_name TEXT NOT NULL,
   recipient_middle_name TEXT, recipient_email TEXT NOT NULL, recipient_merchant_id TEXT NOT NULL,
   failure_code TEXT, decline_code TEXT, authorization_code TEXT, created_at ${T.time} NOT NULL,
-  UNIQUE (client_id, reference));
+  UNIQUE (client_id, reference))${T.table};
 CREATE INDEX IF NOT EXISTS transfers_client_created ON transfers (client_id, created_at, id);
-CREATE TABLE IF NOT EXISTS idempotency_keys (client_id TEXT NOT NULL REFERENCES api_clients (id),
-  idempotency_key TEXT NOT NULL, request_hash TEXT NOT NULL, started_at ${T.time} NOT NULL,
+CREATE TABLE IF NOT EXISTS idempotency_keys (client_id ${T.key} NOT NULL REFERENCES api_clients (id),
+  idempotency_key ${T.key} NOT NULL, request_hash ${T.key} NOT NULL, started_at ${T.time} NOT NULL,
   response_status INTEGER, response_body TEXT, completed_at ${T.time},
-  PRIMARY KEY (client_id, idempotency_key));
+  PRIMARY KEY (client_id, idempotency_key))${T.table};
 `
 
 // adapters/sql/Dialect.ts
+const textKeys = { key: "TEXT", table: "", dueOnly: " WHERE sent_at IS NULL" }
 const dialects = {
   sqlite: {
     forUpdate: "",
-    types: { serial: "INTEGER PRIMARY KEY AUTOINCREMENT", reference: "INTEGER", money: "INTEGER", time: "INTEGER" }
+    types: {
+      ...textKeys,
+      serial: "INTEGER PRIMARY KEY AUTOINCREMENT",
+      reference: "INTEGER",
+      money: "INTEGER",
+      time: "INTEGER"
+    }
   },
   pg: {
     forUpdate: "FOR UPDATE",
     types: {
+      ...textKeys,
       serial: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
       reference: "BIGINT",
       money: "BIGINT",
       time: "TIMESTAMPTZ"
     }
+  },
+  // No whole TEXT column in a key or index, no partial index; InnoDB, utf8mb4, binary collation; times in
+  // BIGINT milliseconds.
+  mysql: {
+    forUpdate: "FOR UPDATE",
+    types: {
+      key: "VARCHAR(255)",
+      table: " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+      dueOnly: "",
+      serial: "BIGINT AUTO_INCREMENT PRIMARY KEY",
+      reference: "BIGINT",
+      money: "BIGINT",
+      time: "BIGINT"
+    }
   }
 }
 
-const transferColumns = `id, client_id, reference, CAST(amount AS TEXT) AS amount, currency, status,
+const transferColumns = `id, client_id, reference, CAST(amount AS TEXT) AS amount,
+  CAST(amount_refunded AS TEXT) AS amount_refunded, currency, status,
   sender_first_name, sender_middle_name, sender_email, card_brand, card_last4, card_exp_month, card_exp_year,
   card_fingerprint, recipient_first_name, recipient_middle_name, recipient_email, recipient_merchant_id,
   failure_code, decline_code, authorization_code, created_at`
-const transferFields = transferColumns.replace("CAST(amount AS TEXT) AS amount", "amount").split(",").map((c) =>
-  c.trim()
-)
+const transferFields = transferColumns.replace(/CAST\((\w+) AS TEXT\) AS \w+/g, "$1").split(",").map((c) => c.trim())
 const subscriptionColumns = "id, name, email, feed, status, created_at, updated_at"
 
 // The statements the service runs for the benchmarked requests (adapters/sql/SqlSubscriptionStore.ts,
@@ -466,6 +489,22 @@ const sqliteDriver = (filename) => {
   }
 }
 
+// One transaction on a pooled connection (pg or mysql2): BEGIN, the steps over q, COMMIT (ROLLBACK on a failure),
+// the connection given back.
+const transactionOn = async (connection, q, steps, args) => {
+  try {
+    await connection.query("BEGIN")
+    const result = await drive(steps(q, ...args))
+    await connection.query("COMMIT")
+    return result
+  } catch (e) {
+    await connection.query("ROLLBACK").catch(() => {})
+    throw e
+  } finally {
+    connection.release()
+  }
+}
+
 // Plain pg: a Pool of 10 (the service's maxConnections), named (prepared) statements, one BEGIN ... COMMIT
 // per transaction on a connection of its own, synchronous_commit checked at start as the service does.
 const pgDriver = async (databaseUrl) => {
@@ -492,17 +531,7 @@ const pgDriver = async (databaseUrl) => {
     q,
     tx: async (steps, ...args) => {
       const client = await pool.connect()
-      try {
-        await client.query("BEGIN")
-        const result = await drive(steps(on(client), ...args))
-        await client.query("COMMIT")
-        return result
-      } catch (e) {
-        await client.query("ROLLBACK").catch(() => {})
-        throw e
-      } finally {
-        client.release()
-      }
+      return transactionOn(client, on(client), steps, args)
     },
     setup: async (sql, params) => {
       let n = 0
@@ -512,7 +541,82 @@ const pgDriver = async (databaseUrl) => {
   }
 }
 
-// A time column as read back: a Date from PostgreSQL, a number from SQLite (adapters/sql/Dialect.ts).
+// Plain mysql2 on MariaDB: a pool of 10, prepared statements (execute), InnoDB, one BEGIN ... COMMIT per
+// transaction on a connection of its own, READ COMMITTED as the service's transactions run (set once per
+// connection), innodb_flush_log_at_trx_commit checked at start. What MariaDB says otherwise: an INSERT that
+// PostgreSQL writes ON CONFLICT DO NOTHING is a plain INSERT whose duplicate key (1062) answers no rows (InnoDB
+// undoes that statement only); no UPDATE ... RETURNING, so the updated row is read back by its id; a statement
+// with a list (the outbox's batches) goes through query(), which expands it. A deadlock or a lock wait time-out
+// runs the transaction again, as the service does.
+const mysqlDriver = async (databaseUrl) => {
+  const { default: mysql } = await import("mysql2/promise")
+  const url = new URL(databaseUrl)
+  const pool = mysql.createPool({
+    host: url.hostname,
+    port: Number(url.port || 3306),
+    user: decodeURIComponent(url.username) || "root",
+    password: decodeURIComponent(url.password),
+    database: decodeURIComponent(url.pathname.slice(1)),
+    connectionLimit: 10,
+    maxIdle: 10,
+    charset: "utf8mb4_bin"
+  })
+  pool.pool.on("connection", (c) => c.query("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"))
+  const [[setting]] = await pool.query("SELECT @@innodb_flush_log_at_trx_commit AS flush")
+  if (Number(setting.flush) !== 1) {
+    console.warn(`innodb_flush_log_at_trx_commit is ${setting.flush}; set it to 1 for durable commits`)
+  }
+  console.log(`ref-mariadb: innodb_flush_log_at_trx_commit=${setting.flush}`)
+  const onConflict = /\s*ON CONFLICT(?: \([^)]*\))? DO NOTHING/
+  const translate = (text) => ({
+    text: text.replace(onConflict, "").replaceAll(" AS TEXT)", " AS CHAR)"),
+    orNothing: onConflict.test(text)
+  })
+  for (const table of schema(dialects.mysql.types).split(";").map((t) => t.trim()).filter(Boolean)) {
+    await pool.query(table)
+  }
+  const prepared = Object.fromEntries(
+    Object.entries(statements(dialects.mysql, "mysql")).map(([name, text]) => [name, translate(text)])
+  )
+  prepared.updateSubscription.text = prepared.updateSubscription.text.replace(/\s*RETURNING[\s\S]*$/, "")
+  prepared.updateSubscription.then = `SELECT ${subscriptionColumns} FROM subscriptions WHERE id = ?`
+  const run = async (on, { text, orNothing }, params) => {
+    try {
+      const [rows] = params.some(Array.isArray) ? await on.query(text, params) : await on.execute(text, params)
+      return Array.isArray(rows) ? rows : []
+    } catch (e) {
+      if (orNothing && e.errno === 1062) return []
+      throw e
+    }
+  }
+  const on = (connection) => async (name, params) => {
+    const st = prepared[name]
+    const rows = await run(connection, st, params)
+    return st.then === undefined ? rows : run(connection, { text: st.then }, [params.at(-1)])
+  }
+  const once = async (steps, args) => {
+    const connection = await pool.getConnection()
+    return transactionOn(connection, on(connection), steps, args)
+  }
+  return {
+    kind: "mysql",
+    time: (ms) => ms,
+    q: on(pool),
+    tx: async (steps, ...args) => {
+      for (let attempt = 1;; attempt++) {
+        try {
+          return await once(steps, args)
+        } catch (e) {
+          if (![1213, 1205].includes(e.errno) || attempt >= 100) throw e
+        }
+      }
+    },
+    setup: (sql, params) => run(pool, translate(sql), params),
+    close: () => pool.end()
+  }
+}
+
+// A time column as read back: a Date from PostgreSQL, a number from SQLite and MariaDB (adapters/sql/Dialect.ts).
 const millisOf = (v) => (v instanceof Date ? v.getTime() : Number(v))
 
 const MailThrottleWindowMs = 24 * 3600 * 1000
@@ -594,11 +698,16 @@ function* beginIdempotentSteps(q, time, clientId, key, hash, now) {
   return { tag: "InProgress" }
 }
 
-// The work behind both references' routes. `filename` (better-sqlite3) or `databaseUrl` (pg); a Promise of
-// the reference. Its functions answer now (SQLite) or with a Promise (pg): see when(). With `smtpUrl`, the
+// The work behind both references' routes. `filename` (better-sqlite3) or `databaseUrl` (pg, or mysql2 for
+// mysql://); a Promise of the reference. Its functions answer now (SQLite) or with a Promise (pg, mysql2): see
+// when(). With `smtpUrl`, the
 // confirmation mails are sent (bench/lib/outbox.mjs).
 export const makeReference = async ({ filename, databaseUrl, baseUrl, smtpUrl }) => {
-  const db = databaseUrl !== undefined ? await pgDriver(databaseUrl) : sqliteDriver(filename)
+  const db = databaseUrl === undefined
+    ? sqliteDriver(filename)
+    : /^(mysql|mariadb):/.test(databaseUrl)
+    ? await mysqlDriver(databaseUrl)
+    : await pgDriver(databaseUrl)
   const { q, tx, time } = db
   const started = Date.now()
   await db.setup(
@@ -714,6 +823,8 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl, smtpUrl })
       reference: r.reference,
       amount: formatAmount(BigInt(r.amount), r.currency),
       currency: r.currency,
+      amount_refunded: formatAmount(BigInt(r.amount_refunded), r.currency),
+      refunded: r.amount_refunded === r.amount,
       status: r.status,
       sender,
       recipient,
@@ -788,6 +899,7 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl, smtpUrl })
       client_id: client.id,
       reference: request.reference,
       amount: request.amount,
+      amount_refunded: 0n,
       currency: request.currency,
       status: "pending",
       sender_first_name: request.sender.first_name,
@@ -816,7 +928,12 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl, smtpUrl })
           requestId,
           { ...(row.decline_code === null ? {} : { decline_code: row.decline_code }), transfer: row.id }
         )
-        : { status: 201, body: JSON.stringify({ payment_transfer: renderRow({ ...row, amount: String(row.amount) }) }) }
+        : {
+          status: 201,
+          body: JSON.stringify({
+            payment_transfer: renderRow({ ...row, amount: String(row.amount), amount_refunded: "0" })
+          })
+        }
     const completion = () => (key === undefined ? undefined : { key, response: outcome() })
     // Card checks in the documented order: Luhn, expiry (one write: the declined row), then the network
     // (two writes: the pending row reserves the reference before the card is charged, then the outcome).
@@ -846,7 +963,8 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl, smtpUrl })
   const createTransfer = (client, body, requestId, key) =>
     guard(requestId, transferRequest(client, body, requestId, key))
 
-  // apps/http/Caching.ts: a strong ETag from the body's bytes, 304 when If-None-Match matches.
+  // apps/http/Caching.ts: a strong ETag from the body's bytes, 304 when If-None-Match matches; no Last-Modified
+  // (a transfer keeps no time of its last change).
   function* getRequest(client, id, ifNoneMatch, requestId) {
     const [row] = transferIdPattern.test(id) ? yield q("get", [client.id, id]) : []
     if (row === undefined) return error("resource_missing", "No transfer has this id.", requestId, { param: "id" })
@@ -854,7 +972,6 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl, smtpUrl })
     const etag = `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`
     const headers = {
       etag,
-      "last-modified": new Date(millisOf(row.created_at)).toUTCString(),
       "cache-control": "private",
       "x-request-id": requestId
     }
