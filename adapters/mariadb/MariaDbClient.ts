@@ -1,7 +1,7 @@
 import { MysqlClient } from "@effect/sql-mysql2"
 import { type SqlClient, TransactionConnection } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Exit, Layer, Redacted } from "effect"
 
 // MariaDB (or MySQL 8) through @effect/sql-mysql2: mysql://user:password@host:port/database, or mariadb://.
 // Times are BIGINT milliseconds (adapters/sql/Dialect.ts), so no time zone stands between the server and the
@@ -31,12 +31,17 @@ const isRetryable = (error: unknown) => [1213, 1205, 1062].includes(errnoOf(erro
 
 // A transaction runs READ COMMITTED, as on PostgreSQL: under InnoDB's default REPEATABLE READ a locking scan
 // keeps every row it read locked (a SKIP LOCKED claim would hide rows it did not take) and its gap locks
-// deadlock first inserts. The level is set on the connection before BEGIN (after it, it would not apply).
+// deadlock first inserts. The level is set on the connection before BEGIN (after it, it would not apply), in
+// the same round trip; COMMIT ends it, or ROLLBACK on any failure, defect or interruption.
 export const transactionOn = (sql: SqlClient) => <A, E, R>(work: Effect.Effect<A, E, R>) =>
   Effect.scoped(Effect.gen(function*() {
     const connection = yield* sql.reserve
-    yield* connection.executeUnprepared("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", [], undefined)
-    return yield* Effect.provideService(sql.withTransaction(work), TransactionConnection, [connection, -1])
+    const run = (statement: string) => connection.executeUnprepared(statement, [], undefined)
+    return yield* Effect.acquireUseRelease(
+      run("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION"),
+      () => Effect.provideService(work, TransactionConnection, [connection, 0]),
+      (_, exit) => Effect.orDie(run(Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK"))
+    )
   })).pipe(
     // A port's statement turns its SqlError into a defect (adapters/mariadb/MariaDbUnitOfWork.ts): a retryable
     // one is run again all the same.
