@@ -21,8 +21,24 @@ export class Reconciler extends Effect.Service<Reconciler>()("Reconciler", {
     const network = yield* CardNetwork
     const settings = yield* ReconcileSettings
     // Capped, jittered backoff; never given up: the money is somewhere.
-    const later = (attempts: number) =>
-      Effect.map(Random.next, (random) => Duration.min(retryDelay(attempts + 1, random), settings.maxDelay))
+    // No final answer yet: asked again after the backoff, and said once per attempt.
+    const askLater = <Id extends string>(
+      what: "transfer" | "refund",
+      id: Id,
+      attempts: number,
+      asked: Either.Either<unknown, { readonly reason: string }>,
+      now: DateTime.Utc,
+      reconcileLater: (id: Id, attempts: number, next: DateTime.Utc) => Effect.Effect<void>
+    ) =>
+      Effect.gen(function*() {
+        const delay = Duration.min(retryDelay(attempts + 1, yield* Random.next), settings.maxDelay)
+        yield* reconcileLater(id, attempts + 1, DateTime.addDuration(now, delay))
+        yield* Effect.logWarning(`${what} outcome still unknown`, {
+          [what]: id,
+          attempts: attempts + 1,
+          reason: Either.isLeft(asked) ? asked.left.reason : "the network has not decided"
+        })
+      })
 
     const reconcile = ({ attempts, transfer }: Unsettled) =>
       Effect.gen(function*() {
@@ -36,13 +52,7 @@ export class Reconciler extends Effect.Service<Reconciler>()("Reconciler", {
           yield* store.settle(reconciled(unknown, answer, now))
           return yield* Effect.logInfo("transfer reconciled", { transfer: unknown.id, outcome: answer._tag })
         }
-        const delay = yield* later(attempts)
-        yield* store.reconcileLater(unknown.id, attempts + 1, DateTime.addDuration(now, delay))
-        yield* Effect.logWarning("transfer outcome still unknown", {
-          transfer: unknown.id,
-          attempts: attempts + 1,
-          reason: Either.isLeft(asked) ? asked.left.reason : "the network has not decided"
-        })
+        yield* askLater("transfer", unknown.id, attempts, asked, now, store.reconcileLater)
       })
 
     // The same for a refund: a pending one whose request died is `unknown` first (its refund.created), then
@@ -59,13 +69,7 @@ export class Reconciler extends Effect.Service<Reconciler>()("Reconciler", {
           yield* refunds.settle(settledRefund(unknown, outcome, now), "unknown")
           return yield* Effect.logInfo("refund reconciled", { refund: unknown.id, outcome: answer._tag })
         }
-        const delay = yield* later(attempts)
-        yield* refunds.reconcileLater(unknown.id, attempts + 1, DateTime.addDuration(now, delay))
-        yield* Effect.logWarning("refund outcome still unknown", {
-          refund: unknown.id,
-          attempts: attempts + 1,
-          reason: Either.isLeft(asked) ? asked.left.reason : "the network has not decided"
-        })
+        yield* askLater("refund", unknown.id, attempts, asked, now, refunds.reconcileLater)
       })
 
     // One pass over what is due; answers how many transfers and refunds it took.
