@@ -6,6 +6,7 @@ import { makeStorageBackoff } from "../shared/StorageBackoff.ts"
 import { Tokens } from "../shared/Tokens.ts"
 import { confirmationMail } from "./ConfirmationMail.ts"
 import { Mailer } from "./Mailer.ts"
+import { MailReceipts } from "./MailReceipts.ts"
 import { type OutboxEntry, SubscriptionStore } from "./SubscriptionStore.ts"
 import { ConfirmTokenTtl } from "./Token.ts"
 
@@ -46,6 +47,7 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
   effect: Effect.gen(function*() {
     const store = yield* SubscriptionStore
     const mailer = yield* Mailer
+    const receipts = yield* MailReceipts
     const tokens = yield* Tokens
     const site = yield* SiteSettings
     const concurrency = yield* MailConcurrency
@@ -85,11 +87,13 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
           )
         }
         // Each row is marked sent as soon as its mail is accepted (the SQLite group commit joins these small
-        // transactions), so a crash re-sends only the mails in flight, not the batch's sent ones.
+        // transactions), so a crash re-sends only the mails in flight, not the batch's sent ones. The mail's
+        // receipt (MailReceipts.ts) covers the time until that commit; it is settled once the mark is done with.
         const markSent = (i: number) =>
           Effect.flatMap(DateTime.now, (at) => store.markSentAll([due[i]!.id], at)).pipe(Effect.as("sent" as const))
         return yield* Effect.forEach(prepared, (subscription, i): Effect.Effect<Outcome> => {
           if (Option.isNone(subscription)) return markSent(i)
+          const outbox = due[i]!.id
           const mail = confirmationMail({
             baseUrl: site.baseUrl,
             subscription: subscription.value,
@@ -97,9 +101,9 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
             confirmToken: issued[i]!.confirm,
             unsubscribeToken: issued[i]!.unsubscribe
           })
-          return mailer.send(mail).pipe(
+          return mailer.send({ ...mail, outbox }).pipe(
             Effect.matchEffect({
-              onSuccess: () => markSent(i),
+              onSuccess: () => Effect.ensuring(markSent(i), receipts.settle([outbox])),
               onFailure: (e) => Effect.succeed({ reason: e.reason, permanent: e.permanent })
             })
           )
@@ -173,8 +177,24 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
           )
       }).pipe(Effect.asVoid)
     }
-    const run = Effect.asVoid(
-      Effect.all(Array.from({ length: loops }, (_, i) => loop(i === 0)), { concurrency: "unbounded" })
+    // The rows whose mails the server accepted before the process last stopped, and whose marks never
+    // committed (a crash): marked sent before anything is sent, instead of sent again. Tried again with the
+    // database's backoff until it succeeds.
+    const recover = Effect.gen(function*() {
+      const ids = yield* receipts.unsettled
+      if (ids.length === 0) return true
+      yield* store.markSentAll(ids, yield* DateTime.now)
+      yield* receipts.settle(ids)
+      yield* Effect.logInfo("outbox rows marked sent from their mails' receipts", { rows: ids.length })
+      return true
+    })
+    const recovered = Effect.suspend(() => {
+      const backoff = makeStorageBackoff("outbox")
+      return Effect.iterate(false, { while: (done) => !done, body: () => backoff.guard(recover, false) })
+    })
+    const run = Effect.zipRight(
+      recovered,
+      Effect.all(Array.from({ length: loops }, (_, i) => loop(i === 0)), { concurrency: "unbounded", discard: true })
     )
 
     return { deliverDue, run, wake: Queue.offer(wakeUps, undefined).pipe(Effect.asVoid) } as const
