@@ -55,6 +55,16 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
     const wakeUps = yield* Queue.sliding<void>(1)
     const destination = yield* Ref.make<{ readonly failingSince?: DateTime.Utc; readonly retryAt?: DateTime.Utc }>({})
 
+    // The rows whose mails the server accepted before the process last stopped, and whose marks never
+    // committed (a crash): marked sent now, while the service starts, instead of sent again. Before any request
+    // is served, so that no row made since can carry a noted id (a database restored from a backup reuses ids).
+    const recovered = yield* receipts.unsettled
+    if (recovered.length > 0) {
+      yield* store.markSentAll(recovered, yield* DateTime.now)
+      yield* receipts.settle(recovered)
+      yield* Effect.logInfo("outbox rows marked sent from their mails' receipts", { rows: recovered.length })
+    }
+
     // A claimed batch's tokens, issued and stored in one transaction (tokens at delivery: docs/decisions/0002),
     // then its mails sent concurrently. A row whose subscription no longer awaits a mail counts as sent.
     const sendAll = (due: ReadonlyArray<OutboxEntry>, concurrency: number): Effect.Effect<ReadonlyArray<Outcome>> =>
@@ -177,24 +187,8 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
           )
       }).pipe(Effect.asVoid)
     }
-    // The rows whose mails the server accepted before the process last stopped, and whose marks never
-    // committed (a crash): marked sent before anything is sent, instead of sent again. Tried again with the
-    // database's backoff until it succeeds.
-    const recover = Effect.gen(function*() {
-      const ids = yield* receipts.unsettled
-      if (ids.length === 0) return true
-      yield* store.markSentAll(ids, yield* DateTime.now)
-      yield* receipts.settle(ids)
-      yield* Effect.logInfo("outbox rows marked sent from their mails' receipts", { rows: ids.length })
-      return true
-    })
-    const recovered = Effect.suspend(() => {
-      const backoff = makeStorageBackoff("outbox")
-      return Effect.iterate(false, { while: (done) => !done, body: () => backoff.guard(recover, false) })
-    })
-    const run = Effect.zipRight(
-      recovered,
-      Effect.all(Array.from({ length: loops }, (_, i) => loop(i === 0)), { concurrency: "unbounded", discard: true })
+    const run = Effect.asVoid(
+      Effect.all(Array.from({ length: loops }, (_, i) => loop(i === 0)), { concurrency: "unbounded" })
     )
 
     return { deliverDue, run, wake: Queue.offer(wakeUps, undefined).pipe(Effect.asVoid) } as const
