@@ -1,13 +1,18 @@
 import { assert, describe, it } from "@effect/vitest"
 import { fork } from "node:child_process"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { AppProcess, postForm } from "../support/AppProcess.ts"
+import { AppProcess, postForm, sharedDatabase } from "../support/AppProcess.ts"
 
 // kill -9 under load, again and again: every acknowledged signup gets its mail (none lost), and a crash re-sends
-// at most the mails in flight (MAIL_CONCURRENCY, 32), since each is marked sent as soon as the server accepted
-// it. Under saturation the mark still trails the server's acceptance by the main thread's lag, which is where
-// the duplicates come from (the reach of 3 per crash is not met: see docs/decisions/0034-faults.md).
-// KILL9_CYCLES (default 5) sets the number of crashes; the measurement used 20.
+// only the mails still on the wire: the delivery thread notes each mail the server accepted in the receipt file
+// before its mark commits, and the next start marks the noted rows sent (docs/decisions/0037). At most one per
+// SMTP connection (MAIL_CONCURRENCY, 32) can be on the wire at once, so that is the bound asserted for any one
+// crash; most crashes re-send none (the median crash at most 3: the reach, met by the median only).
+// KILL9_CYCLES (default 5) sets the number of crashes; the measurement used 20. On PostgreSQL
+// (TEST_DATABASE=postgres) the receipt file is set in the app's data directory, as an operator would.
 const cycles = Number(process.env.KILL9_CYCLES ?? 5)
 const clients = 32
 const loadMs = 2_000
@@ -39,14 +44,17 @@ describe("kill -9 under load", () => {
       const acknowledged = new Map<string, number>()
       // When each app was started: a copy came from the last one started before it arrived.
       const starts: Array<number> = []
+      const dataDir = mkdtempSync(join(tmpdir(), "paysub-app-"))
+      const env = {
+        MAIL_TRANSPORT: "smtp",
+        SMTP_URL: smtp.url,
+        ...(sharedDatabase ? { MAIL_RECEIPTS_FILE: join(dataDir, "mail-receipts") } : {})
+      }
       let app: AppProcess | undefined
       try {
         for (let cycle = 0; cycle < cycles; cycle++) {
           starts.push(performance.timeOrigin + performance.now())
-          app = await AppProcess.start({
-            env: { MAIL_TRANSPORT: "smtp", SMTP_URL: smtp.url },
-            ...(app === undefined ? {} : { dataDir: app.dataDir })
-          })
+          app = await AppProcess.start({ env, dataDir })
           const base = app.baseUrl
           let sent = 0
           const until = Date.now() + loadMs
@@ -63,7 +71,7 @@ describe("kill -9 under load", () => {
           await load
         }
         starts.push(performance.timeOrigin + performance.now())
-        app = await AppProcess.start({ env: { MAIL_TRANSPORT: "smtp", SMTP_URL: smtp.url }, dataDir: app!.dataDir })
+        app = await AppProcess.start({ env, dataDir })
         // A mail in flight at a crash is due again once its 60 s lease ends.
         const deadline = Date.now() + 100_000
         const received = () => new Set(smtp.received.map((r) => r.to))
@@ -86,7 +94,10 @@ describe("kill -9 under load", () => {
         )
         assert.deepStrictEqual(lost, [])
         assert.strictEqual(afterLast, 0, "the app that was not killed sent no mail twice")
-        assert.isAtMost(Math.max(...duplicates), 32)
+        // Most crashes re-send nothing, or a few; none more than one mail per SMTP connection.
+        const sorted = [...duplicates].sort((a, b) => a - b)
+        assert.isAtMost(sorted[Math.floor((sorted.length - 1) / 2)]!, 3, "the median crash re-sends at most 3 mails")
+        assert.isAtMost(sorted.at(-1)!, 32)
       } finally {
         await app?.stop()
         await smtp.stop()
