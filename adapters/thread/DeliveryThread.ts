@@ -55,8 +55,13 @@ const make = (options: DeliveryThreadOptions) =>
     let next = 0
     let current: Worker | undefined
     let closed = false
-    // Read before the thread starts, which writes into it only the places given here.
-    const receiptFile = options.receipts === undefined ? undefined : openReceiptFile(options.receipts)
+    // Read before the thread starts, which writes into it only the places given here. One that cannot be opened
+    // stops the service at start, naming the setting.
+    const path = options.receipts
+    const receiptFile = path === undefined ? undefined : yield* Effect.try({
+      try: () => openReceiptFile(path),
+      catch: (e) => new Error(`MAIL_RECEIPTS_FILE: cannot open ${path}: ${e instanceof Error ? e.message : e}`)
+    }).pipe(Effect.orDie)
 
     // A send the thread will never answer fails as a temporary error: its row is tried again.
     const failSend = (n: number, reason: string) => {
