@@ -175,7 +175,7 @@ export const make = Effect.gen(function*() {
       } WHERE id = ${id}`),
     markSentAll: (ids, now) =>
       ids.length === 0 ? Effect.void : Effect.orDie(sql`UPDATE mail_outbox SET sent_at = ${ms(now)},
-        next_attempt_at = NULL, last_error = NULL WHERE ${sql.in("id", ids)}`),
+        next_attempt_at = NULL, last_error = NULL WHERE ${sql.in("id", ids)} AND sent_at IS NULL`),
     listSubscriptions: ({ feed, limit, startingAfter, status }) =>
       sql`SELECT ${subscriptionColumns} FROM subscriptions WHERE id > ${startingAfter ?? 0}
         ${feed === undefined ? sql.literal("") : sql`AND feed = ${feed}`}

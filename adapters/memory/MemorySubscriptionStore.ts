@@ -168,7 +168,7 @@ export const layer = Layer.effect(
         read(() => {
           for (const id of ids) {
             const m = t.outbox.get(id)
-            if (m === undefined) continue
+            if (m === undefined || m.sentAt !== undefined) continue
             const { lastError: _e, nextAttemptAt: _n, ...rest } = m
             t.outbox.set(id, { ...rest, sentAt: now })
           }

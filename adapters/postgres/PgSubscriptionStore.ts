@@ -94,7 +94,8 @@ const claimDue = statement(
 )
 const markSent = statement(
   "mark_sent_rows",
-  `UPDATE mail_outbox SET sent_at = $2, next_attempt_at = NULL, last_error = NULL WHERE id = ANY($1::bigint[])`
+  `UPDATE mail_outbox SET sent_at = $2, next_attempt_at = NULL, last_error = NULL
+    WHERE id = ANY($1::bigint[]) AND sent_at IS NULL`
 )
 const markFailed = statement(
   "mark_failed",

@@ -42,7 +42,8 @@ const insertTokens = `INSERT INTO subscription_tokens (hash, subscription_id, pu
 const dueMails = `SELECT id, subscription_id, attempts FROM mail_outbox
   WHERE sent_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?`
 const lease = `UPDATE mail_outbox SET next_attempt_at = ? WHERE id = ?`
-const sent = `UPDATE mail_outbox SET sent_at = ?, next_attempt_at = NULL, last_error = NULL WHERE id = ?`
+const sent = `UPDATE mail_outbox SET sent_at = ?, next_attempt_at = NULL, last_error = NULL
+  WHERE id = ? AND sent_at IS NULL`
 const failed = `UPDATE mail_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id = ?`
 // Oldest first; their tokens and outbox rows go with them (ON DELETE CASCADE).
 const purge = `DELETE FROM subscriptions WHERE id IN (

@@ -3,8 +3,10 @@ import { existsSync } from "node:fs"
 import { Worker } from "node:worker_threads"
 import { MailDeliveryFailed } from "../../core/subscriptions/Errors.ts"
 import { type Mail, Mailer } from "../../core/subscriptions/Mailer.ts"
+import { MailReceipts, type MailReceiptsShape } from "../../core/subscriptions/MailReceipts.ts"
 import { DeliveryFailed, type SignedRequest, WebhookSender } from "../../core/webhooks/Webhooks.ts"
 import { make as makeHttpWebhookSender, type WebhookSenderOptions } from "../webhook/HttpWebhookSender.ts"
+import { openReceiptFile } from "./ReceiptFile.ts"
 
 // The outbox's sends on a thread of their own. The service's main thread answers requests and runs every
 // database statement; an SMTP conversation or a webhook's HTTP request costs it about as much CPU as a
@@ -16,11 +18,15 @@ import { make as makeHttpWebhookSender, type WebhookSenderOptions } from "../web
 //
 // Nothing durable lives in the thread: a send it never answers (the thread died) fails as a temporary
 // error, and the row is tried again as after any failed attempt. The thread is started again on the next send.
+// With a receipt file (ReceiptFile.ts) the thread notes each accepted mail's outbox row there before it answers,
+// in the place this side gave the mail; this side reads the file at start and frees the places.
 
 // What the worker is started with (workerData), and the messages both ways.
 export interface WorkerSetup {
   readonly smtp: boolean
   readonly webhooks: WebhookSenderOptions
+  // The receipt file (core/subscriptions/MailReceipts.ts), if receipts are kept.
+  readonly receipts?: string | undefined
 }
 
 export interface DeliveryThreadOptions extends WorkerSetup {
@@ -28,7 +34,7 @@ export interface DeliveryThreadOptions extends WorkerSetup {
   readonly worker: URL
 }
 export type Job =
-  | { readonly n: number; readonly kind: "mail"; readonly mail: Mail }
+  | { readonly n: number; readonly kind: "mail"; readonly mail: Mail; readonly slot?: number | undefined }
   | { readonly n: number; readonly kind: "webhook"; readonly request: SignedRequest }
 export type Reply =
   | { readonly n: number; readonly ok: true }
@@ -49,6 +55,13 @@ const make = (options: DeliveryThreadOptions) =>
     let next = 0
     let current: Worker | undefined
     let closed = false
+    // Read before the thread starts, which writes into it only the places given here. One that cannot be opened
+    // stops the service at start, naming the setting.
+    const path = options.receipts
+    const receiptFile = path === undefined ? undefined : yield* Effect.try({
+      try: () => openReceiptFile(path),
+      catch: (e) => new Error(`MAIL_RECEIPTS_FILE: cannot open ${path}: ${e instanceof Error ? e.message : e}`)
+    }).pipe(Effect.orDie)
 
     // A send the thread will never answer fails as a temporary error: its row is tried again.
     const failSend = (n: number, reason: string) => {
@@ -64,7 +77,7 @@ const make = (options: DeliveryThreadOptions) =>
     // SMTP_URL, say), which stops the service at start as the in-thread adapter would.
     const spawn = () =>
       new Promise<Worker>((resolve, reject) => {
-        const setup: WorkerSetup = { smtp: options.smtp, webhooks: options.webhooks }
+        const setup: WorkerSetup = { smtp: options.smtp, webhooks: options.webhooks, receipts: options.receipts }
         const worker = new Worker(options.worker, { workerData: setup, resourceLimits: ThreadHeap })
         let started = false
         worker.on("message", (message: ReadonlyArray<Reply> | Status) => {
@@ -94,6 +107,7 @@ const make = (options: DeliveryThreadOptions) =>
       Effect.promise(async () => {
         closed = true
         await current?.terminate()
+        receiptFile?.close()
       })
     )
 
@@ -129,15 +143,24 @@ const make = (options: DeliveryThreadOptions) =>
       })
 
     // The thread has no tracer: the send's span is made here, around the round trip to the thread.
+    // A failed send noted nothing: its place is free at once. An interrupted one keeps its place (the thread may
+    // still note it).
     const mailer = Mailer.of({
       send: (mail) =>
-        Effect.flatMap(run((n) => ({ n, kind: "mail", mail })), (reply) =>
-          reply.ok
-            ? Effect.void
-            : Effect.fail(new MailDeliveryFailed({ reason: reply.reason, permanent: reply.permanent }))).pipe(
-            Effect.withSpan("SmtpMailer.send", { attributes: { "paysub.delivery_thread": true } })
-          )
+        Effect.suspend(() => {
+          const outbox = mail.outbox
+          const slot = outbox === undefined ? undefined : receiptFile?.take(outbox)
+          return Effect.flatMap(run((n) => ({ n, kind: "mail", mail, slot })), (reply) => {
+            if (reply.ok) return Effect.void
+            if (slot !== undefined) receiptFile?.release(outbox!)
+            return Effect.fail(new MailDeliveryFailed({ reason: reply.reason, permanent: reply.permanent }))
+          })
+        }).pipe(Effect.withSpan("SmtpMailer.send", { attributes: { "paysub.delivery_thread": true } }))
     })
+    const receipts: MailReceiptsShape = {
+      unsettled: Effect.succeed(receiptFile?.unsettled ?? []),
+      settle: (ids) => Effect.sync(() => receiptFile?.settle(ids))
+    }
     const local = makeHttpWebhookSender(options.webhooks)
     const webhookSender = WebhookSender.of({
       // Registration's check stays here: it answers a request.
@@ -146,7 +169,7 @@ const make = (options: DeliveryThreadOptions) =>
         Effect.flatMap(run((n) => ({ n, kind: "webhook", request })), (reply) =>
           reply.ok ? Effect.void : Effect.fail(new DeliveryFailed({ reason: reply.reason })))
     })
-    return { mailer, webhookSender } as const
+    return { mailer, webhookSender, receipts } as const
   })
 
 export class DeliveryThread extends Context.Tag("DeliveryThread")<
@@ -159,6 +182,7 @@ export const layer = (options: DeliveryThreadOptions): Layer.Layer<DeliveryThrea
 // The ports it serves. The Mailer only when mail goes out over SMTP: console mail is printed where it is made.
 export const webhookSenderLayer = Layer.effect(WebhookSender, Effect.map(DeliveryThread, (t) => t.webhookSender))
 export const mailerLayer = Layer.effect(Mailer, Effect.map(DeliveryThread, (t) => t.mailer))
+export const receiptsLayer = Layer.effect(MailReceipts, Effect.map(DeliveryThread, (t) => t.receipts))
 
 // The worker's module beside an app's bundle (dist/node/delivery.mjs next to dist/node/main.mjs), if there is
 // one: an app run from its sources (npm run start:dev) sends on its main thread.

@@ -3,6 +3,7 @@ import { parentPort, workerData } from "node:worker_threads"
 import { makeSender, type SendFailure, SmtpMailer, type SmtpSender } from "../mail/SmtpMailer.ts"
 import { makeDelivery } from "../webhook/HttpWebhookSender.ts"
 import type { Job, Reply, Status, WorkerSetup } from "./DeliveryThread.ts"
+import { note, openForNotes } from "./ReceiptFile.ts"
 
 // The delivery thread's module (adapters/thread/DeliveryThread.ts starts it): the SMTP mailer (configured
 // from the same environment as the service: SMTP_URL, MAIL_FROM, MAIL_CONCURRENCY) and the webhook sender,
@@ -18,6 +19,18 @@ const smtp: Promise<SmtpSender | undefined> = setup.smtp
   ? Effect.runPromise(Effect.map(SmtpMailer.config, makeSender))
   : Promise.resolve(undefined)
 const webhooks = makeDelivery(setup.webhooks)
+const receipts = setup.receipts === undefined ? undefined : openForNotes(setup.receipts)
+
+// An accepted mail's outbox row goes into its place in the receipt file before the answer: from then on a crash
+// does not send it again (core/subscriptions/MailReceipts.ts). A note that cannot be written costs only that.
+const noted = (job: Job & { kind: "mail" }, failed: SendFailure | undefined) => {
+  if (failed !== undefined || receipts === undefined || job.slot === undefined || job.mail.outbox === undefined) return
+  try {
+    note(receipts, job.slot, job.mail.outbox)
+  } catch {
+    // the mail was accepted all the same
+  }
+}
 
 // Answers go back in batches, as the jobs came: those finished in one turn of the event loop in one message.
 let answers: Array<Reply> = []
@@ -49,7 +62,7 @@ smtp.then(
       if (mailer === undefined) {
         return Promise.resolve(outcome(job.n, { reason: "this thread sends no mail", permanent: false }))
       }
-      return mailer.send(job.mail).then((failed) => outcome(job.n, failed))
+      return mailer.send(job.mail).then((failed) => (noted(job, failed), outcome(job.n, failed)))
     }
     port.on("message", (jobs: ReadonlyArray<Job>) => {
       for (const job of jobs) send(job).then(answer, () => answer(threadFailed(job.n)))

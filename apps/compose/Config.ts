@@ -41,6 +41,9 @@ export const AppConfig = Config.all({
   redisUrl: Config.option(Config.redacted("REDIS_URL")),
   webhookAllowHttp: onOff("WEBHOOK_ALLOW_HTTP", "off"),
   webhookAllowPrivate: onOff("WEBHOOK_ALLOW_PRIVATE", "off"),
-  deliveryThread: onOff("DELIVERY_THREAD", "on")
+  deliveryThread: onOff("DELIVERY_THREAD", "on"),
+  // The receipt file of accepted mails (core/subscriptions/MailReceipts.ts); "off" keeps none. By default beside
+  // a SQLite database's file, none on a database server (each instance needs a file of its own).
+  mailReceipts: Config.option(Config.string("MAIL_RECEIPTS_FILE"))
 })
 export type AppConfig = Config.Config.Success<typeof AppConfig>

@@ -7,33 +7,50 @@ import { SmtpMailer } from "../../adapters/mail/SmtpMailer.ts"
 import * as DeliveryThread from "../../adapters/thread/DeliveryThread.ts"
 import { layer as HttpWebhookSender } from "../../adapters/webhook/HttpWebhookSender.ts"
 import type { Mailer } from "../../core/subscriptions/Mailer.ts"
+import { MailReceipts, noReceipts } from "../../core/subscriptions/MailReceipts.ts"
 import type { WebhookSender } from "../../core/webhooks/Webhooks.ts"
 import { countedMailer } from "../http/Observability.ts"
 import type { AppConfig } from "./Config.ts"
+import { Sqlite } from "./storage/Sqlite.ts"
 
 // What the service sends to: mail, webhooks and the card network, each adapter picked from the configuration.
 
+// Where the delivery thread keeps the receipts of accepted mails: MAIL_RECEIPTS_FILE, by default the SQLite
+// file's name with -mail-receipts (beside its -wal), none on a database server or in memory.
+export const receiptFile = (config: AppConfig): string | undefined =>
+  Option.match(config.mailReceipts, {
+    onSome: (path) => (path === "off" ? undefined : path),
+    onNone: () => {
+      if (!Sqlite.accepts(config.databaseUrl)) return undefined
+      const filename = config.databaseUrl.replace(/^sqlite:/, "")
+      return filename === ":memory:" ? undefined : `${filename}-mail-receipts`
+    }
+  })
+
 // The SMTP mailer and the webhook sender: on the delivery thread when the app has its module (the bundles do)
-// and DELIVERY_THREAD is not off, else on the main thread.
+// and DELIVERY_THREAD is not off, else on the main thread (which keeps no receipts).
 export const sendersLayer = (
   config: AppConfig,
   deliveryWorker: URL | undefined
-): Layer.Layer<Mailer | WebhookSender, ConfigError.ConfigError> => {
+): Layer.Layer<Mailer | WebhookSender | MailReceipts, ConfigError.ConfigError> => {
   const webhooks = {
     allowHttp: config.webhookAllowHttp === "on",
     allowPrivate: config.webhookAllowPrivate === "on"
   }
   const smtp = config.mailTransport === "smtp"
   if (deliveryWorker === undefined || config.deliveryThread === "off") {
-    return Layer.merge(
+    return Layer.mergeAll(
       countedMailer(smtp ? SmtpMailer.layerConfig : ConsoleMailer.layer),
-      HttpWebhookSender(webhooks)
+      HttpWebhookSender(webhooks),
+      Layer.succeed(MailReceipts, noReceipts)
     )
   }
-  return Layer.merge(
+  const receipts = smtp ? receiptFile(config) : undefined
+  return Layer.mergeAll(
     countedMailer(smtp ? DeliveryThread.mailerLayer : ConsoleMailer.layer),
-    DeliveryThread.webhookSenderLayer
-  ).pipe(Layer.provide(DeliveryThread.layer({ worker: deliveryWorker, smtp, webhooks })))
+    DeliveryThread.webhookSenderLayer,
+    DeliveryThread.receiptsLayer
+  ).pipe(Layer.provide(DeliveryThread.layer({ worker: deliveryWorker, smtp, webhooks, receipts })))
 }
 
 export const cardNetworkLayer = (kind: "sandbox" | "http", timeoutMs: number) =>

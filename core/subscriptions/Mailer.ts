@@ -7,6 +7,9 @@ export interface Mail {
   readonly text: string
   readonly html: string
   readonly headers: Readonly<Record<string, string>>
+  // The outbox row the mail is for, when the outbox sends it: a sender that keeps receipts notes it once the
+  // server accepted the mail (MailReceipts.ts). Not part of the message.
+  readonly outbox?: number
 }
 
 export interface MailerShape {

@@ -6,6 +6,7 @@ import { makeStorageBackoff } from "../shared/StorageBackoff.ts"
 import { Tokens } from "../shared/Tokens.ts"
 import { confirmationMail } from "./ConfirmationMail.ts"
 import { Mailer } from "./Mailer.ts"
+import { MailReceipts } from "./MailReceipts.ts"
 import { type OutboxEntry, SubscriptionStore } from "./SubscriptionStore.ts"
 import { ConfirmTokenTtl } from "./Token.ts"
 
@@ -46,12 +47,23 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
   effect: Effect.gen(function*() {
     const store = yield* SubscriptionStore
     const mailer = yield* Mailer
+    const receipts = yield* MailReceipts
     const tokens = yield* Tokens
     const site = yield* SiteSettings
     const concurrency = yield* MailConcurrency
     const loops = Math.min(Loops, concurrency)
     const wakeUps = yield* Queue.sliding<void>(1)
     const destination = yield* Ref.make<{ readonly failingSince?: DateTime.Utc; readonly retryAt?: DateTime.Utc }>({})
+
+    // The rows whose mails the server accepted before the process last stopped, and whose marks never
+    // committed (a crash): marked sent now, while the service starts, instead of sent again. Before any request
+    // is served, so that no row made since can carry a noted id (a database restored from a backup reuses ids).
+    const recovered = yield* receipts.unsettled
+    if (recovered.length > 0) {
+      yield* store.markSentAll(recovered, yield* DateTime.now)
+      yield* receipts.settle(recovered)
+      yield* Effect.logInfo("outbox rows marked sent from their mails' receipts", { rows: recovered.length })
+    }
 
     // A claimed batch's tokens, issued and stored in one transaction (tokens at delivery: docs/decisions/0002),
     // then its mails sent concurrently. A row whose subscription no longer awaits a mail counts as sent.
@@ -85,11 +97,13 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
           )
         }
         // Each row is marked sent as soon as its mail is accepted (the SQLite group commit joins these small
-        // transactions), so a crash re-sends only the mails in flight, not the batch's sent ones.
+        // transactions), so a crash re-sends only the mails in flight, not the batch's sent ones. The mail's
+        // receipt (MailReceipts.ts) covers the time until that commit; it is settled once the mark is done with.
         const markSent = (i: number) =>
           Effect.flatMap(DateTime.now, (at) => store.markSentAll([due[i]!.id], at)).pipe(Effect.as("sent" as const))
         return yield* Effect.forEach(prepared, (subscription, i): Effect.Effect<Outcome> => {
           if (Option.isNone(subscription)) return markSent(i)
+          const outbox = due[i]!.id
           const mail = confirmationMail({
             baseUrl: site.baseUrl,
             subscription: subscription.value,
@@ -97,9 +111,9 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
             confirmToken: issued[i]!.confirm,
             unsubscribeToken: issued[i]!.unsubscribe
           })
-          return mailer.send(mail).pipe(
+          return mailer.send({ ...mail, outbox }).pipe(
             Effect.matchEffect({
-              onSuccess: () => markSent(i),
+              onSuccess: () => Effect.ensuring(markSent(i), receipts.settle([outbox])),
               onFailure: (e) => Effect.succeed({ reason: e.reason, permanent: e.permanent })
             })
           )

@@ -91,6 +91,7 @@ export interface SubscriptionStorageShape extends SubscriptionTx {
   // Counts an attempt, keeps the reason (its first 500 characters), and makes the row due at `nextAttemptAt`
   // (never again without one).
   readonly markFailed: (id: number, nextAttemptAt: DateTime.Utc | undefined, reason: string) => Effect.Effect<void>
+  // A row sent already keeps its time.
   readonly markSentAll: (ids: ReadonlyArray<number>, now: DateTime.Utc) => Effect.Effect<void>
   readonly listSubscriptions: (query: SubscriptionQuery) => Effect.Effect<ReadonlyArray<Subscription>>
   // Deletes up to `limit` subscriptions of `status` last updated before `before`, oldest first, with their

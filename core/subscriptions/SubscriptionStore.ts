@@ -88,7 +88,7 @@ export interface SubscriptionStoreShape {
     batch: ReadonlyArray<{ readonly entry: OutboxEntry; readonly tokens: IssuedTokens }>,
     now: DateTime.Utc
   ) => Effect.Effect<ReadonlyArray<Option.Option<Subscription>>>
-  // Marks rows sent, in one transaction.
+  // Marks rows sent, in one transaction; a row sent already keeps its time.
   readonly markSentAll: (ids: ReadonlyArray<number>, now: DateTime.Utc) => Effect.Effect<void>
 }
 

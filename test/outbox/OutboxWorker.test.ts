@@ -14,6 +14,7 @@ import { Tokens } from "../../core/shared/Tokens.ts"
 import { InvalidToken } from "../../core/subscriptions/Errors.ts"
 import { DefaultFeed } from "../../core/subscriptions/Feed.ts"
 import { type Mail, Mailer } from "../../core/subscriptions/Mailer.ts"
+import { MailReceipts } from "../../core/subscriptions/MailReceipts.ts"
 import {
   DefaultMailConcurrency as Concurrency,
   Lease,
@@ -380,6 +381,28 @@ describe("OutboxWorker.deliverDue", () => {
       assert.strictEqual(yield* deliverDue, 1)
       assert.lengthOf(yield* attempts, 1)
       assert.isNotNull((yield* outboxRows)[1]!.sent_at)
+    })))
+})
+
+// The receipts of accepted mails (core/subscriptions/MailReceipts.ts), kept here in a list: a worker built after
+// a crash marks the rows noted and never settled sent, and sends the rest.
+describe("OutboxWorker with receipts of accepted mails", () => {
+  it.effect("marks the rows noted before a crash sent while it is built, and settles each mail's receipt", () =>
+    run(Effect.gen(function*() {
+      yield* subscribe()
+      yield* subscribe({ ...ann, email: Email.make("bob@example.com") })
+      const [noted, other] = yield* outboxRows
+      const settled: Array<number> = []
+      const receipts = Layer.succeed(MailReceipts, {
+        unsettled: Effect.succeed([noted!.id]),
+        settle: (ids) => Effect.sync(() => void settled.push(...ids))
+      })
+      const taken = yield* Effect.provide(deliverDue, OutboxWorker.Default.pipe(Layer.provide(receipts)))
+      assert.strictEqual(taken, 1)
+      const mails = yield* sent
+      assert.deepStrictEqual(mails.map((m) => [m.to.address, m.outbox]), [["bob@example.com", other!.id]])
+      assert.deepStrictEqual((yield* outboxRows).map((r) => r.sent_at), [T0, T0])
+      assert.deepStrictEqual(settled, [noted!.id, other!.id])
     })))
 })
 

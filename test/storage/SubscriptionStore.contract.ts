@@ -9,7 +9,7 @@ import { DefaultFeed, FeedName } from "../../core/subscriptions/Feed.ts"
 import { Event, MailThrottle, SubscriberName, type Subscription } from "../../core/subscriptions/Subscription.ts"
 import { type IssuedTokens, type OutboxEntry, SubscriptionStore } from "../../core/subscriptions/SubscriptionStore.ts"
 import { ConfirmTokenTtl, TokenHash } from "../../core/subscriptions/Token.ts"
-import { count, type RawRows } from "./RawRows.ts"
+import { count, RawRows } from "./RawRows.ts"
 
 const T0 = Date.UTC(2025, 0, 15, 12, 0, 0)
 const at = (ms: number) => DateTime.unsafeMake(T0 + ms)
@@ -312,6 +312,23 @@ export const subscriptionStoreContract = (
             []
           )
           assert.strictEqual(yield* count("mail_outbox"), 1)
+        })))
+
+      // The outbox marks rows from their mails' receipts at start (core/subscriptions/MailReceipts.ts), some of
+      // them marked already.
+      it.effect("markSentAll leaves a row sent already with its time", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          yield* store.subscribe({ ...ann, now: t0 })
+          const [entry] = yield* store.claimDue(t0, plus(t0, Lease), 10)
+          yield* store.markSentAll([entry!.id], at(100))
+          yield* store.markSentAll([entry!.id], at(200))
+          const [row] = yield* Effect.flatMap(RawRows, (raw) => raw.rows("mail_outbox"))
+          const sentAt = row!["sent_at"] ?? row!["row.sentAt"]
+          assert.strictEqual(
+            typeof sentAt === "string" && sentAt.includes("T") ? Date.parse(sentAt) : Number(sentAt),
+            T0 + 100
+          )
         })))
 
       it.effect("markFailed with a next attempt counts the attempt and makes the row due at that time", () =>

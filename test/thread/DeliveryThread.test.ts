@@ -1,6 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Either, Exit, Fiber, Layer } from "effect"
+import { Context, Effect, Either, Exit, Fiber, Layer } from "effect"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { DeliveryThread, layer } from "../../adapters/thread/DeliveryThread.ts"
+import { note, openForNotes, openReceiptFile } from "../../adapters/thread/ReceiptFile.ts"
 import type { EventId } from "../../core/webhooks/Webhooks.ts"
 
 // The main thread's side of the delivery thread, against a stand-in module that speaks its messages
@@ -48,5 +52,28 @@ describe("DeliveryThread", () => {
       const exit = yield* Effect.exit(Effect.scoped(Layer.build(thread("fail-at-start"))))
       assert.isTrue(Exit.isFailure(exit))
       assert.match(String(Exit.isFailure(exit) ? exit.cause : ""), /bad SMTP_URL/)
+    }))
+
+  it.scoped("with a receipt file: answers the notes left unsettled, and settles them", () =>
+    Effect.gen(function*() {
+      const receipts = join(mkdtempSync(join(tmpdir(), "paysub-receipts-")), "mail-receipts")
+      const before = openReceiptFile(receipts)
+      note(openForNotes(receipts), before.take(41)!, 41)
+      before.close()
+      const built = yield* Layer.build(
+        layer({ worker, smtp: true, webhooks: { allowHttp: true, allowPrivate: true }, receipts })
+      )
+      const thread = Context.get(built, DeliveryThread)
+      assert.deepStrictEqual(yield* thread.receipts.unsettled, [41])
+      yield* thread.receipts.settle([41])
+      assert.deepStrictEqual(openReceiptFile(receipts).unsettled, [])
+    }))
+
+  it.effect("a receipt file that cannot be opened stops the layer, naming the setting", () =>
+    Effect.gen(function*() {
+      const receipts = join(mkdtempSync(join(tmpdir(), "paysub-receipts-")), "missing-dir", "mail-receipts")
+      const options = { worker, smtp: true, webhooks: { allowHttp: true, allowPrivate: true }, receipts }
+      const exit = yield* Effect.exit(Effect.scoped(Layer.build(layer(options))))
+      assert.match(String(Exit.isFailure(exit) ? exit.cause : ""), /MAIL_RECEIPTS_FILE: cannot open/)
     }))
 })
