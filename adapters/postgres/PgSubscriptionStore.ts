@@ -41,6 +41,19 @@ const insertSubscription = statement(
   `INSERT INTO subscriptions (email, email_key, name, feed, status, created_at, updated_at)
    VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (email_key, feed) DO NOTHING RETURNING ${SubscriptionColumns}`
 )
+// The combined insertSubscriptionAndQueue: the outbox row only for a subscription the statement inserted.
+const insertSubscriptionAndQueue = statement(
+  "insert_subscription_and_queue",
+  `WITH s AS (
+     INSERT INTO subscriptions (email, email_key, name, feed, status, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6::timestamptz, $6::timestamptz) ON CONFLICT (email_key, feed) DO NOTHING
+     RETURNING ${SubscriptionColumns}
+   ), q AS (
+     INSERT INTO mail_outbox (kind, subscription_id, created_at, next_attempt_at)
+     SELECT 'confirmation', id, $6::timestamptz, $6::timestamptz FROM s
+   )
+   SELECT ${SubscriptionColumns} FROM s`
+)
 const lockSubscription = statement(
   "lock_subscription",
   `SELECT id, status FROM subscriptions WHERE email_key = $1 AND feed = $2 FOR UPDATE`
@@ -170,6 +183,13 @@ export const make = Effect.gen(function*() {
   const subscriptionColumns = sql.literal(SubscriptionColumns)
   return SubscriptionStorage.of({
     ...unitOfWork<SubscriptionTx>(direct, statements),
+    combined: {
+      insertSubscriptionAndQueue: (s) =>
+        direct.query(insertSubscriptionAndQueue, [s.email, s.emailKey, s.name, s.feed, s.status, ms(s.now)]).pipe(
+          Effect.map((rows) => first(rows, subscriptionOf)),
+          Effect.orDie
+        )
+    },
     findFeed: (name) => direct.query(feedByName, [name]).pipe(Effect.map((rows) => first(rows, feedOf)), Effect.orDie),
     listFeeds: Effect.gen(function*() {
       const rows = yield* sql`SELECT ${sql.literal(FeedColumns)} FROM feeds WHERE deleted_at IS NULL ORDER BY name`

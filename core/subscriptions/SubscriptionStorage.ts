@@ -73,7 +73,16 @@ export interface SubscriptionTx extends EventTx {
   ) => Effect.Effect<void>
 }
 
+// Combined operations (docs/decisions/0038-combined-operations.md): what core would otherwise run as several
+// operations in `transact`, in one statement, where a transaction costs a round trip a statement. Without them
+// core runs the operations themselves.
+export interface CombinedSubscriptionOperations {
+  // insertSubscription, then queueConfirmation (due at the subscription's `now`) if it inserted.
+  readonly insertSubscriptionAndQueue: (subscription: NewSubscription) => Effect.Effect<Option.Option<Subscription>>
+}
+
 export interface SubscriptionStorageShape extends SubscriptionTx {
+  readonly combined?: CombinedSubscriptionOperations
   // Runs `work` in one transaction. `work` only sequences the operations of `tx` (on SQLite it runs
   // synchronously inside the transaction); a defect rolls everything back.
   readonly transact: <A>(work: (tx: SubscriptionTx) => Effect.Effect<A>) => Effect.Effect<A>

@@ -16,7 +16,13 @@ import {
   type SubscriptionStatus,
   transition
 } from "./Subscription.ts"
-import { type StoredToken, SubscriptionStorage, type SubscriptionTx } from "./SubscriptionStorage.ts"
+import {
+  type CombinedSubscriptionOperations,
+  type StoredToken,
+  SubscriptionStorage,
+  type SubscriptionStorageShape,
+  type SubscriptionTx
+} from "./SubscriptionStorage.ts"
 import { isUsable, type TokenHash, type TokenPurpose } from "./Token.ts"
 
 export interface OutboxEntry {
@@ -102,8 +108,21 @@ const usable = (token: StoredToken, now: DateTime.Utc) =>
     DateTime.toEpochMillis(now)
   )
 
+// The combined operations as core runs them on a database that has none: the same operations, in one
+// transaction.
+const composed = (storage: SubscriptionStorageShape): CombinedSubscriptionOperations => ({
+  insertSubscriptionAndQueue: (subscription) =>
+    storage.transact((tx) =>
+      Effect.tap(
+        tx.insertSubscription(subscription),
+        (inserted) => Option.isSome(inserted) ? tx.queueConfirmation(inserted.value.id, subscription.now) : Effect.void
+      )
+    )
+})
+
 export const make = Effect.gen(function*() {
   const storage = yield* SubscriptionStorage
+  const combined = storage.combined ?? composed(storage)
   const views = yield* EventViews
 
   // Insert first: the unique (email key, feed) pair decides whether the address is new. A subscription that
@@ -186,7 +205,17 @@ export const make = Effect.gen(function*() {
           return true
         })
       ),
-    subscribe: (request) => storage.transact((tx) => subscribeIn(tx, request)),
+    // A new address is one combined write; one that exists is decided under its lock.
+    subscribe: (request) =>
+      Effect.gen(function*() {
+        const { email, feed, name, now } = request
+        if (fresh.queueConfirmation) {
+          const subscription = { email, emailKey: normalizeEmail(email), name, feed, status: fresh.status, now }
+          const inserted = yield* combined.insertSubscriptionAndQueue(subscription)
+          if (Option.isSome(inserted)) return { subscription: inserted.value, queued: true }
+        }
+        return yield* storage.transact((tx) => subscribeIn(tx, request))
+      }),
     get: storage.get,
     findByToken: (hash, purpose, now) =>
       Effect.flatMap(
