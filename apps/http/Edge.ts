@@ -1,5 +1,5 @@
 import { HttpServerResponse } from "@effect/platform"
-import { Cause, Effect, FiberRef } from "effect"
+import { Cause, Effect, type Fiber } from "effect"
 import { globalValue } from "effect/GlobalValue"
 import { sha256 } from "../../adapters/crypto/Sha256.ts"
 import { causeIsStorageUnavailable } from "../../adapters/sql/StorageFaults.ts"
@@ -22,8 +22,19 @@ export const makeLimiters = (limits: { readonly subscribe: RateLimit; readonly m
   merchant: Object.assign(makeRateLimiter(limits.merchant), { enabled: limits.merchant.limit > 0 })
 })
 
+// The request id of each request's fiber, set by the pipeline as the fiber's first step. Kept beside the fiber
+// rather than in a FiberRef, whose setting copies the fiber's refs on every request; a fiber the request forks
+// does not see it.
+const requestIds = globalValue("paysub/requestIds", () => new WeakMap<Fiber.RuntimeFiber<unknown, unknown>, string>())
+export const withRequestId = <A, E, R>(requestId: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withFiberRuntime((fiber) => {
+    requestIds.set(fiber, requestId)
+    return effect
+  })
 // Handlers that render a body to keep (idempotent replays) read the request id from here.
-export const CurrentRequestId = globalValue("paysub/CurrentRequestId", () => FiberRef.unsafeMake(""))
+export const currentRequestId: Effect.Effect<string> = Effect.withFiberRuntime((fiber) =>
+  Effect.succeed(requestIds.get(fiber) ?? "")
+)
 
 export const errorBody = (baseUrl: string, e: ApiError, requestId: string) => ({
   error: { ...e.error, doc_url: `${baseUrl}/docs/errors#${e.error.code}`, request_id: requestId }

@@ -1,5 +1,5 @@
 import { HttpServerResponse } from "@effect/platform"
-import { Effect, FiberRef, Option, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { cardErrorMessages } from "../../core/payments/CardNetwork.ts"
 import { formatAmount } from "../../core/payments/Money.ts"
 import { type Transfer, TransferId } from "../../core/payments/Transfer.ts"
@@ -9,7 +9,7 @@ import { Api } from "./Api.ts"
 import { apiError } from "./ApiError.ts"
 import { group } from "./ApiHandlers.ts"
 import { cacheableJson } from "./Caching.ts"
-import { CurrentRequestId, errorBody } from "./Edge.ts"
+import { currentRequestId, errorBody } from "./Edge.ts"
 import { CurrentClient } from "./MerchantAuth.ts"
 import { countTransfer } from "./Observability.ts"
 import { transferView } from "./TransfersApi.ts"
@@ -69,7 +69,7 @@ export const TransfersLive = group(Api, "transfers", (handlers) =>
       .handle("create", ({ headers, payload }) =>
         Effect.gen(function*() {
           const client = yield* CurrentClient
-          const requestId = yield* FiberRef.get(CurrentRequestId)
+          const requestId = yield* currentRequestId
           const submitted = transfers.submit(client.id, payload.payment_transfer, requestId, headers["idempotency-key"])
           return yield* Effect.catchTags(Effect.map(submitted, render), submitErrors)
         }))
