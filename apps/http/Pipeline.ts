@@ -1,5 +1,5 @@
 import { type HttpApi, type HttpApiEndpoint, type HttpApiGroup, HttpServerResponse } from "@effect/platform"
-import { Cause, Context, Effect, Exit, type Fiber, Layer, Option, Runtime } from "effect"
+import { Cause, Context, Effect, Exit, type Fiber, FiberRefs, Layer, Option, Runtime } from "effect"
 import { SiteSettings } from "../../core/shared/SiteSettings.ts"
 import { apiError } from "./ApiError.ts"
 import { groupTag } from "./ApiHandlers.ts"
@@ -7,6 +7,7 @@ import type { RequestHeaders } from "./Caching.ts"
 import type { Cors } from "./Cors.ts"
 import {
   acceptedBodies,
+  CurrentRequestId,
   hasBody,
   type Limiters,
   limitKey,
@@ -15,8 +16,7 @@ import {
   rateLimited,
   RequestIdHeader,
   requestIdOf,
-  validHost,
-  withRequestId
+  validHost
 } from "./Edge.ts"
 import { compileEndpoint, type Endpoint } from "./Endpoint.ts"
 import { rateLimitedLabels, rateLimitedRequests, recordAnswer } from "./Observability.ts"
@@ -229,8 +229,11 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
       const answered = cors === undefined
         ? respond(requestId, effect)
         : Effect.map(respond(requestId, effect), (r) => cors.answer(request.method, pathname, request.headers, r))
-      const headed = withRequestId(requestId, request.method === "HEAD" ? Effect.map(answered, headLength) : answered)
-      const fiber = Runtime.runFork(runtime)(options.tracing ? traced(headed, request.method, routeTemplate) : headed)
+      const headed = request.method === "HEAD" ? Effect.map(answered, headLength) : answered
+      const fiber = Runtime.runFork(runtime)(options.tracing ? traced(headed, request.method, routeTemplate) : headed, {
+        updateRefs: (refs, fiberId) =>
+          FiberRefs.updateAs(refs, { fiberId, fiberRef: CurrentRequestId, value: requestId })
+      })
       fiber.addObserver((exit) =>
         recordAnswer(fiber, {
           method: request.method,
