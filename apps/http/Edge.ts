@@ -23,8 +23,7 @@ export const makeLimiters = (limits: { readonly subscribe: RateLimit; readonly m
 })
 
 // Handlers that render a body to keep (idempotent replays) read the request id from here: the pipeline sets it
-// as it forks the request's fiber. (Kept in a WeakMap by fiber instead, the 304 cost more main-thread CPU under
-// load, not less.)
+// as it forks the request's fiber.
 export const CurrentRequestId = globalValue("paysub/CurrentRequestId", () => FiberRef.unsafeMake(""))
 export const currentRequestId: Effect.Effect<string> = FiberRef.get(CurrentRequestId)
 
