@@ -48,7 +48,7 @@ export class HtmlForm extends Context.Tag("paysub/HtmlForm")<HtmlForm, {
 // A step a handler may run once the body is read, after the route's security and path and before the payload,
 // headers and query are decoded: the handler's result, encoded as the handler's own would be, or undefined, and
 // the request takes its whole path. Idempotent retries use it: a body whose bytes the handler saw decoded before,
-// under the same key, needs no decoding again to be recognised (docs/decisions/0037). It runs only on a request
+// under the same key, needs no decoding again to be recognised (docs/decisions/0039). It runs only on a request
 // without a query, which a decoder could refuse for a reason the body does not hold.
 // Like the handler, it runs on the group's context, with what the security middleware provides.
 export type BeforeDecode = (request: IncomingRequest, body: string) => Effect.Effect<unknown, unknown, any>
