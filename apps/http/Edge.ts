@@ -22,8 +22,10 @@ export const makeLimiters = (limits: { readonly subscribe: RateLimit; readonly m
   merchant: Object.assign(makeRateLimiter(limits.merchant), { enabled: limits.merchant.limit > 0 })
 })
 
-// Handlers that render a body to keep (idempotent replays) read the request id from here.
+// Handlers that render a body to keep (idempotent replays) read the request id from here: the pipeline sets it
+// as it forks the request's fiber.
 export const CurrentRequestId = globalValue("paysub/CurrentRequestId", () => FiberRef.unsafeMake(""))
+export const currentRequestId: Effect.Effect<string> = FiberRef.get(CurrentRequestId)
 
 export const errorBody = (baseUrl: string, e: ApiError, requestId: string) => ({
   error: { ...e.error, doc_url: `${baseUrl}/docs/errors#${e.error.code}`, request_id: requestId }

@@ -45,6 +45,17 @@ export class HtmlForm extends Context.Tag("paysub/HtmlForm")<HtmlForm, {
   ) => HttpServerResponse.HttpServerResponse
 }>() {}
 
+// A step a handler may run once the body is read, after the route's security and path and before the payload,
+// headers and query are decoded: the handler's result, encoded as the handler's own would be, or undefined, and
+// the request takes its whole path. Idempotent retries use it: a body whose bytes the handler saw decoded before,
+// under the same key, needs no decoding again to be recognised (docs/decisions/0039). It runs only on a request
+// without a query, which a decoder could refuse for a reason the body does not hold.
+// Like the handler, it runs on the group's context, with what the security middleware provides.
+export type BeforeDecode = (request: IncomingRequest, body: string) => Effect.Effect<unknown, unknown, any>
+const BeforeDecodeKey = Symbol.for("paysub/BeforeDecode")
+export const withBeforeDecode = (step: BeforeDecode) => <H extends object>(handler: H): H =>
+  Object.assign(handler, { [BeforeDecodeKey]: step })
+
 type Decoder = (
   input: unknown,
   use: (value: any) => Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>
@@ -147,6 +158,7 @@ export const compileEndpoint = (
     ? (args: any) => Effect.withSpan(item.handler(args), spanName)
     : item.handler
   const encode = successEncoder(endpoint.successSchema)
+  const beforeDecode = (item.handler as { [BeforeDecodeKey]?: BeforeDecode })[BeforeDecodeKey]
   const form = Option.getOrUndefined(Context.getOption(endpoint.annotations, HtmlForm))
   const decodePath = Option.getOrUndefined(Option.map(endpoint.pathSchema, (s) => decoder(s)))
   const decodePayload = Option.getOrUndefined(Option.map(endpoint.payloadSchema, (s) => decoder(s, declaredOnly)))
@@ -191,19 +203,28 @@ export const compileEndpoint = (
         return withQuery()
       })
     }
-    const withPayload = () =>
-      decodePayload === undefined ? afterPayload() : readBody(request).pipe(
-        Effect.flatMap((text) =>
-          text === "" && optionalPayload ? Effect.succeed({}) : parseBody(request.headers["content-type"], text)
-        ),
-        Effect.flatMap((raw) => {
+    const decodeBody = (text: string) =>
+      Effect.flatMap(
+        text === "" && optionalPayload ? Effect.succeed({}) : parseBody(request.headers["content-type"], text),
+        (raw) => {
           posted = raw
-          return decodePayload(raw, (p) => {
+          return decodePayload!(raw, (p) => {
             args.payload = p
             return afterPayload()
           })
-        })
+        }
       )
+    const withPayload = () =>
+      decodePayload === undefined
+        ? afterPayload()
+        : Effect.flatMap(
+          readBody(request),
+          beforeDecode === undefined || query !== "" ? decodeBody : (text) =>
+            Effect.flatMap(
+              beforeDecode(request, text) as Effect.Effect<unknown, unknown>,
+              (early) => early === undefined ? decodeBody(text) : Effect.succeed((html?.success ?? encode)(early))
+            )
+        )
     const answer = decodePath === undefined ? withPayload() : decodePath(params, (p) => {
       args.path = p
       return withPayload()

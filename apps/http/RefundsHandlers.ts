@@ -1,5 +1,5 @@
 import { HttpServerResponse } from "@effect/platform"
-import { Effect, FiberRef, Option, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { type Refund, RefundId } from "../../core/payments/Refund.ts"
 import { type RefundAnswer, Refunds } from "../../core/payments/Refunds.ts"
 import { TransferId } from "../../core/payments/Transfer.ts"
@@ -9,7 +9,7 @@ import { Api } from "./Api.ts"
 import { apiError } from "./ApiError.ts"
 import { group } from "./ApiHandlers.ts"
 import { cacheableJson } from "./Caching.ts"
-import { CurrentRequestId } from "./Edge.ts"
+import { currentRequestId } from "./Edge.ts"
 import { CurrentClient } from "./MerchantAuth.ts"
 import { countRefund } from "./Observability.ts"
 import { refundView } from "./RefundsApi.ts"
@@ -69,7 +69,7 @@ export const RefundsLive = group(Api, "refunds", (handlers) =>
         Effect.gen(function*() {
           if (!isTransferId(path.id)) return yield* noTransfer()
           const client = yield* CurrentClient
-          const requestId = yield* FiberRef.get(CurrentRequestId)
+          const requestId = yield* currentRequestId
           const made = refunds.refund(client.id, path.id, payload, requestId, headers["idempotency-key"])
           return yield* Effect.catchTags(Effect.map(made, render), refundErrors)
         }))

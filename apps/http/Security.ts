@@ -1,5 +1,5 @@
 import { HttpApiMiddleware } from "@effect/platform"
-import { Context, Effect, Redacted } from "effect"
+import { Context, Effect, FiberRef, Redacted } from "effect"
 import type { Step } from "./Endpoint.ts"
 import type { IncomingRequest } from "./Pipeline.ts"
 
@@ -8,6 +8,25 @@ const BearerPrefixLength = "Bearer ".length
 // Who each request was authenticated as (what its security middleware provides: the API client), for the access
 // line; kept beside the request rather than in a FiberRef, whose every set copies the fiber's refs.
 export const authenticatedAs = new WeakMap<IncomingRequest, unknown>()
+
+// The context a request runs on once its credential is accepted: the group's, with what the middleware provides.
+// Made once per provided value (an API client: its id and name) and set on the request's fiber for the rest of
+// it, instead of Effect.provideService, which copies the group's few dozen services and sets the fiber's refs
+// twice on every request. At most MaxContexts are kept; past that the table starts again.
+const MaxContexts = 1024
+const contextsFor = (context: Context.Context<never>, provides: Context.Tag<any, any>) => {
+  const made = new Map<string, Context.Context<never>>()
+  return (value: unknown) => {
+    const key = JSON.stringify(value)
+    let found = made.get(key)
+    if (found === undefined) {
+      if (made.size >= MaxContexts) made.clear()
+      found = Context.add(context, provides, value)
+      made.set(key, found)
+    }
+    return found
+  }
+}
 
 // An endpoint's security middleware, as HttpApiBuilder applies it: each tag's implementation (a service of the
 // group's context) is given the request's Bearer credential, and what it provides (the API client) is
@@ -38,6 +57,7 @@ export const secured = (
     }
     const inner = run
     const provides = tag.provides as Context.Tag<any, any> | undefined
+    const contextOf = provides === undefined ? undefined : contextsFor(context, provides)
     run = tag.optional
       ? (request, params, query) =>
         Effect.matchEffect(authenticate(request), {
@@ -52,7 +72,14 @@ export const secured = (
       : (request, params, query) =>
         Effect.flatMap(authenticate(request), (value) => {
           authenticatedAs.set(request, value)
-          return Effect.provideService(inner(request, params, query), provides, value)
+          return Effect.zipRight(
+            FiberRef.update(
+              FiberRef.currentContext,
+              // A span (with a tracer on) is in the context too: kept, by adding to the fiber's own.
+              (current) => current === context ? contextOf!(value) : Context.add(current, provides, value)
+            ),
+            inner(request, params, query)
+          )
         })
   }
   return run

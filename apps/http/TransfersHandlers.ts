@@ -1,6 +1,7 @@
 import { HttpServerResponse } from "@effect/platform"
-import { Effect, FiberRef, Option, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { cardErrorMessages } from "../../core/payments/CardNetwork.ts"
+import type { IdempotencyKey, RequestHash } from "../../core/payments/Idempotency.ts"
 import { formatAmount } from "../../core/payments/Money.ts"
 import { type Transfer, TransferId } from "../../core/payments/Transfer.ts"
 import { type Submitted, Transfers } from "../../core/payments/Transfers.ts"
@@ -9,9 +10,12 @@ import { Api } from "./Api.ts"
 import { apiError } from "./ApiError.ts"
 import { group } from "./ApiHandlers.ts"
 import { cacheableJson } from "./Caching.ts"
-import { CurrentRequestId, errorBody } from "./Edge.ts"
+import { currentRequestId, errorBody } from "./Edge.ts"
+import { withBeforeDecode } from "./Endpoint.ts"
+import { makeKnownBodies } from "./KnownBodies.ts"
 import { CurrentClient } from "./MerchantAuth.ts"
 import { countTransfer } from "./Observability.ts"
+import type { IncomingRequest } from "./Pipeline.ts"
 import { transferView } from "./TransfersApi.ts"
 
 const isTransferId = Schema.is(TransferId)
@@ -60,22 +64,51 @@ const submitErrors = {
     Effect.fail(apiError("idempotency_key_in_use", "A request with this Idempotency-Key is still being processed."))
 }
 
+// How many Idempotency-Keys' bodies this process knows by their bytes (a few hundred bytes each).
+const KnownBodiesCapacity = 4096
+
 export const TransfersLive = group(Api, "transfers", (handlers) =>
   Effect.gen(function*() {
     const transfers = yield* Transfers
     const render = answers((yield* SiteSettings).baseUrl)
+    const bodies = makeKnownBodies<RequestHash>(KnownBodiesCapacity)
+    // A retry with the very bytes of a body decoded before under its key is answered from the key's kept answer
+    // before anything is decoded; any other request, or a key with no answer to replay, takes the whole path.
+    const replayKnown = (request: IncomingRequest, body: string) => {
+      const key = request.headers["idempotency-key"]
+      if (key === undefined) return Effect.succeed(undefined)
+      return Effect.flatMap(CurrentClient, (client) =>
+        Effect.flatMap(bodies.recall(client.id, key, body), (hash) =>
+          hash === undefined ? Effect.succeed(undefined) : Effect.flatMap(currentRequestId, (requestId) =>
+            // A key is known only once it was decoded: the header is a valid key.
+            Effect.map(
+              transfers.replayKept(client.id, key as IdempotencyKey, hash, requestId),
+              (kept) =>
+                Option.isSome(kept) ? render(kept.value) : undefined
+            ))))
+    }
 
     return handlers
-      .handle("create", ({ headers, payload }) =>
-        Effect.gen(function*() {
-          const client = yield* CurrentClient
-          const requestId = yield* FiberRef.get(CurrentRequestId)
-          const submitted = transfers.submit(client.id, payload.payment_transfer, requestId, headers["idempotency-key"])
-          return yield* Effect.catchTags(Effect.map(submitted, render), submitErrors)
-        }))
+      .handle(
+        "create",
+        withBeforeDecode(replayKnown)(({ headers, payload }) =>
+          Effect.gen(function*() {
+            const client = yield* CurrentClient
+            const requestId = yield* currentRequestId
+            const key = headers["idempotency-key"]
+            const submitted = transfers.submit(client.id, payload.payment_transfer, requestId, key)
+            const learned = key === undefined
+              ? submitted
+              : Effect.tap(submitted, (s) =>
+                bodies.learn(client.id, key, s.requestHash))
+            return yield* Effect.catchTags(Effect.map(learned, render), submitErrors)
+          })
+        )
+      )
       .handle("get", ({ headers, path }) =>
         Effect.flatMap(CurrentClient, (client) => {
-          const missing = () => Effect.fail(apiError("resource_missing", "No transfer has this id.", { param: "id" }))
+          const missing = () =>
+            Effect.fail(apiError("resource_missing", "No transfer has this id.", { param: "id" }))
           if (!isTransferId(path.id)) return missing()
           return Effect.flatMap(transfers.get(client.id, path.id), (found) =>
             Option.isNone(found)

@@ -13,6 +13,7 @@ import {
   KeptAnswer,
   type KeyClaim,
   type NotStarted,
+  type RequestHash,
   requestHash
 } from "./Idempotency.ts"
 import { parseAmount } from "./Money.ts"
@@ -42,10 +43,12 @@ export type Answer = Data.TaggedEnum<{
 export const Answer = Data.taggedEnum<Answer>()
 
 // `requestId` is that of the request that first got the answer: a replay names it, as the first answer did.
+// `requestHash` is the request's (core/payments/Idempotency.ts), by which its retries are recognised.
 export interface Submitted {
   readonly answer: Answer
   readonly requestId: string
   readonly replayed: boolean
+  readonly requestHash: RequestHash
 }
 
 export class Transfers extends Effect.Service<Transfers>()("Transfers", {
@@ -75,7 +78,7 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
         const claim: KeyClaim | undefined = key === undefined ? undefined : { key, requestHash: hash, requestId }
         // What a key that does not start answers: the kept answer, or why the request cannot run now.
         const fromKey = (start: NotStarted): Effect.Effect<Submitted, IdempotencyKeyReused | IdempotencyKeyInUse> =>
-          answerFromKey(start, (answer, firstRequestId) => replay(client, answer, firstRequestId))
+          answerFromKey(start, (answer, firstRequestId) => replay(client, answer, firstRequestId, hash))
         // Anything but Started is answered from the key: the transfer was not written. A request that got no
         // lasting answer frees its key, so that a retry can run.
         const unlessStarted = (
@@ -101,7 +104,7 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
         const id = TransferId.make(yield* randomId("tr_"))
         const fingerprint = fingerprints.of(request.sender_account_uri.pan)
         const pending = pendingTransfer(client, id, request, amount.right, fingerprint, now, hash)
-        const first = (answer: Answer): Submitted => ({ answer, requestId, replayed: false })
+        const first = (answer: Answer): Submitted => ({ answer, requestId, replayed: false, requestHash: hash })
         // A taken reference is a lasting answer: a retry with the key gets the same conflict. Unless the holder
         // is this very request, retried after its answer was lost (a time-out, a crash): then the answer is that
         // transfer's state, `unknown` until it is reconciled, never a conflict with its own reservation.
@@ -121,7 +124,7 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
               const stored = yield* store.keyRecord(client, claim.key)
               const answer = Option.isSome(stored) ? stored.value.answer : undefined
               if (answer !== undefined && !Equal.equals(answer, kept)) {
-                return { ...(yield* replay(client, answer, requestId)), replayed: false }
+                return { ...(yield* replay(client, answer, requestId, hash)), replayed: false }
               }
             }
             return first(
@@ -177,22 +180,48 @@ export class Transfers extends Effect.Service<Transfers>()("Transfers", {
         return yield* Effect.catchTag(submitted, "DuplicateReference", taken)
       })
 
-    const replay = (client: ClientId, answer: KeptAnswer, requestId: string) =>
+    const replay = (
+      client: ClientId,
+      answer: KeptAnswer,
+      requestId: string,
+      hash: RequestHash
+    ): Effect.Effect<Submitted> =>
       KeptAnswer.$match(answer, {
         TransferMade: ({ transferId }) =>
           Effect.map(store.get(client, transferId), (found) => ({
             answer: Answer.Made({ transfer: Option.getOrThrow(found) }),
             requestId,
-            replayed: true
+            replayed: true,
+            requestHash: hash
           })),
         ReferenceTaken: ({ existing }) =>
-          Effect.succeed({ answer: Answer.ReferenceTaken({ existing }), requestId, replayed: true }),
+          Effect.succeed({
+            answer: Answer.ReferenceTaken({ existing }),
+            requestId,
+            replayed: true,
+            requestHash: hash
+          }),
         // The key's first request was a refund (its hash has another shape, so decideStart never gets here).
         RefundMade: () => Effect.die(new IdempotencyKeyReused())
       })
 
+    // A retry known by its request's hash alone (the app saw the very bytes of its request decoded before, under
+    // this key): the key's kept answer, as submit replays it, or none when the key has none to replay (not kept,
+    // expired, another request's, still running): such a request is decoded and submitted as any other.
+    const replayKept = (client: ClientId, key: IdempotencyKey, hash: RequestHash, requestId: string) =>
+      Effect.flatMap(store.keyRecord(client, key), (seen) => {
+        if (Option.isNone(seen)) return Effect.succeedNone
+        return Effect.flatMap(DateTime.now, (now) => {
+          const decided = decideStart(seen.value, { key, requestHash: hash, requestId }, now)
+          return decided._tag === "Replay"
+            ? Effect.asSome(replay(client, decided.answer, decided.requestId, hash))
+            : Effect.succeedNone
+        })
+      })
+
     return {
       submit,
+      replayKept,
       get: store.get,
       list: store.list,
       balance: store.balance

@@ -463,6 +463,20 @@ describe("idempotency", () => {
     assert.strictEqual(second.headers.get("idempotent-replayed"), "true")
   })
 
+  it("refuses a retry with the first request's very bytes and a query member, as it refuses any request with one", async () => {
+    const body = JSON.stringify(transferBody())
+    const idempotencyKey = key()
+    const first = await api.postRaw(body, "application/json", { idempotencyKey })
+    assert.strictEqual(first.status, 201)
+    const replayed = await api.postRaw(body, "application/json", { idempotencyKey })
+    assert.strictEqual(replayed.text, first.text)
+    const withQuery = await api.request("POST", "/merchant/transfers/payment?expand=card", {
+      body,
+      headers: { "content-type": "application/json", "idempotency-key": idempotencyKey }
+    })
+    assertError(withQuery, 400, "parameter_unknown", "expand")
+  })
+
   it("answers the same key with another body with 422 idempotency_key_reused", async () => {
     const idempotencyKey = key()
     const body = transferBody()
