@@ -411,8 +411,12 @@ describe("card data", () => {
           assert.isFalse(text.includes(needle), `${path} holds card number ${pan} as ${form}`)
         }
       }
+      // A server database's dump delimits its values, so a CVC stored there is a run of its own digits; in
+      // SQLite's files a record's header byte before a value can be a digit. (Unbounded in a dump, the random
+      // CVC 9500 was "found" in a rate limit's 950000 tokens.)
+      const delimited = path === storeName() && (app.onPostgres || app.onMariaDb)
       for (const cvc of cvcs) {
-        if (cvcFound(text, cvc, false)) assert.fail(`${path} holds CVC ${cvc}: ${around(text, cvc)}`)
+        if (cvcFound(text, cvc, delimited)) assert.fail(`${path} holds CVC ${cvc}: ${around(text, cvc)}`)
       }
       for (const value of authValues) {
         for (const [form, needle] of authForms(value)) {
