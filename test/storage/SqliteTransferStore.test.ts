@@ -3,15 +3,15 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { Context, DateTime, Effect, Layer, Option } from "effect"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { CurrencyCode } from "../../core/payments/Currency.ts"
 import { IdempotencyKey, RequestHash } from "../../core/payments/Idempotency.ts"
-import { ClientId, Reference, Transfer, TransferId } from "../../core/payments/Transfer.ts"
+import { ClientId, Transfer, TransferId } from "../../core/payments/Transfer.ts"
 import { TransferStore } from "../../core/payments/TransferStore.ts"
 import { runProcesses } from "./Processes.ts"
 import { withSqlRawRows } from "./RawRows.ts"
 import { refundStoreContract } from "./RefundStore.contract.ts"
 import { sqliteTransferStoreOn, tempDir, tempSqliteTransferStore, tempSqliteWebhookStores } from "./TempSqlite.ts"
 import { transferStoreContract } from "./TransferStore.contract.ts"
+import { transfer } from "./TwoPools.ts"
 import { webhookStoreContract } from "./WebhookStore.contract.ts"
 
 transferStoreContract("SQLite", withSqlRawRows(tempSqliteTransferStore))
@@ -28,24 +28,7 @@ layer(tempSqliteTransferStore())("SQLite transfers.amount", (it) => {
       const client = ClientId.make(`cl_${"amount".padEnd(24, "x")}`)
       const id = TransferId.make(`tr_${"amount".padEnd(24, "x")}`)
       yield* store.createClient({ id: client, name: "Amount" }, "hash-amount", DateTime.unsafeMake(0))
-      yield* store.record(
-        new Transfer({
-          id,
-          clientId: client,
-          reference: Reference.make("amount"),
-          amount: 9_007_199_254_740_993n,
-          currency: CurrencyCode.make("USD"),
-          status: "approved",
-          sender: {
-            first_name: "Ann",
-            email: "ann@example.com",
-            card: { brand: "visa", last4: "4242", exp_month: 12, exp_year: 2030, fingerprint: "fp" }
-          },
-          recipient: { first_name: "Bob", email: "bob@example.com", merchant_id: "merchant-a" },
-          authorizationCode: "AUTH",
-          createdAt: DateTime.unsafeMake(0)
-        })
-      )
+      yield* store.record(transfer(client, "amount", "amount", 9_007_199_254_740_993n, DateTime.unsafeMake(0)))
       const rows = yield* sql<{ raw: unknown; text: string; kind: string }>`
         SELECT amount AS raw, CAST(amount AS TEXT) AS text, typeof(amount) AS kind FROM transfers`
       assert.deepStrictEqual(rows.map((r) => [r.text, r.kind]), [["9007199254740993", "integer"]])
