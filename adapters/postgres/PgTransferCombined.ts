@@ -1,8 +1,8 @@
 import { Effect } from "effect"
 import type { CombinedOperations } from "../../core/payments/TransferStorage.ts"
+import { pgEventCtes, pgEventValues } from "../sql/EventRows.ts"
 import { outcomeRow, TransferColumns, transferRow } from "../sql/TransferRows.ts"
 import { type PgDirectShape, statement } from "./PgClient.ts"
-import { ms } from "./PgUnitOfWork.ts"
 
 // The transfer storage's combined operations on PostgreSQL: each one data-modifying statement (its CTEs are one
 // transaction), where the operations one by one would be BEGIN, a statement each and COMMIT, a round trip each.
@@ -43,34 +43,20 @@ const insertTransferAndEvent = statement(
   `WITH t AS (
      INSERT INTO transfers (${fields.join(", ")}) VALUES (${values})
      ON CONFLICT (client_id, reference) DO NOTHING RETURNING 1
-   ), ev AS (
-     INSERT INTO events (id, type, owner, created_at, body)
-     SELECT $${n + 1}::text, $${n + 2}::text, $${n + 3}::text, $${n + 4}::timestamptz, $${n + 5}::text
-     WHERE EXISTS (SELECT 1 FROM t)
-     RETURNING id, created_at
-   ), d AS (
-     INSERT INTO webhook_deliveries (event_id, endpoint_id, created_at, next_attempt_at)
-     SELECT ev.id, e, ev.created_at, ev.created_at FROM ev, unnest($${n + 6}::text[]) AS e
-   )
+   ), ${pgEventCtes(n + 1, "EXISTS (SELECT 1 FROM t)")}
    SELECT EXISTS (SELECT 1 FROM t) AS inserted`
 )
 
+// updateOutcome: the outcome ($2-$6) onto transfer $1 if its status is one of $7.
+export const updateOutcomeSql = `UPDATE transfers SET status = $2, failure_code = $3, decline_code = $4,
+  authorization_code = $5, reconciled_at = $6::timestamptz, reconcile_at = NULL
+  WHERE id = $1 AND status = ANY($7::text[]) RETURNING 1`
+
 // updateOutcome; insertEvent (the event, then its deliveries) only if the outcome was written; then the answer
-// onto the key ($16) or onto the waiting keys of the request hash ($17), whichever is given.
+// onto the key ($15) or onto the waiting keys of the request hash ($16), whichever is given.
 const settle = statement(
   "settle",
-  `WITH s AS (
-     UPDATE transfers SET status = $2, failure_code = $3, decline_code = $4, authorization_code = $5,
-       reconciled_at = $6::timestamptz, reconcile_at = NULL WHERE id = $1 AND status = ANY($7::text[]) RETURNING 1
-   ), ev AS (
-     INSERT INTO events (id, type, owner, created_at, body)
-     SELECT $8::text, $9::text, $10::text, $11::timestamptz, $12::text
-     WHERE $8::text IS NOT NULL AND EXISTS (SELECT 1 FROM s)
-     RETURNING id, created_at
-   ), d AS (
-     INSERT INTO webhook_deliveries (event_id, endpoint_id, created_at, next_attempt_at)
-     SELECT ev.id, e, ev.created_at, ev.created_at FROM ev, unnest($13::text[]) AS e
-   ), k AS (
+  `WITH s AS (${updateOutcomeSql}), ${pgEventCtes(8, "$8::text IS NOT NULL AND EXISTS (SELECT 1 FROM s)")}, k AS (
      UPDATE idempotency_keys SET answer = 'transfer_made', transfer_id = $1
      WHERE $15::text IS NOT NULL AND client_id = $14 AND idempotency_key = $15 AND answer IS NULL
    ), w AS (
@@ -94,24 +80,14 @@ export const pgCombined = (direct: PgDirectShape): CombinedOperations => ({
   insertTransferAndEvent: (t, { endpoints, event }) =>
     direct.query<{ inserted: boolean }>(insertTransferAndEvent, [
       ...Object.values(transferRow(t, time)),
-      event.id,
-      event.type,
-      event.owner,
-      ms(event.createdAt),
-      event.body,
-      endpoints
+      ...pgEventValues(event, endpoints)
     ]).pipe(Effect.map(([row]) => row!.inserted), Effect.orDie),
   settle: ({ answer, event, from, transfer: t }) =>
     direct.query<{ changed: boolean }>(settle, [
       t.id,
       ...outcomeRow(t, time),
       from,
-      event?.event.id ?? null,
-      event?.event.type ?? null,
-      event?.event.owner ?? null,
-      event === undefined ? null : ms(event.event.createdAt),
-      event?.event.body ?? null,
-      event?.endpoints ?? [],
+      ...(event === undefined ? [null, null, null, null, null, []] : pgEventValues(event.event, event.endpoints)),
       t.clientId,
       answer !== undefined && "key" in answer ? answer.key : null,
       answer !== undefined && "waiting" in answer ? answer.waiting : null

@@ -18,7 +18,7 @@ import {
 } from "../sql/TransferRows.ts"
 import { PgDirect, statement } from "./PgClient.ts"
 import { pgRefundStatements, pgRefundStorage } from "./PgRefundStatements.ts"
-import { fields, pgCombined, time, values } from "./PgTransferCombined.ts"
+import { fields, pgCombined, time, updateOutcomeSql, values } from "./PgTransferCombined.ts"
 import { first, ms, type Statements, unitOfWork } from "./PgUnitOfWork.ts"
 
 // The transfer storage on PostgreSQL: named (prepared) statements on PgDirect; keys and references decided by
@@ -58,11 +58,7 @@ const releaseKey = statement(
   "release_key",
   `DELETE FROM idempotency_keys WHERE client_id = $1 AND idempotency_key = $2 AND answer IS NULL`
 )
-const updateOutcome = statement(
-  "update_outcome",
-  `UPDATE transfers SET status = $2, failure_code = $3, decline_code = $4, authorization_code = $5,
-   reconciled_at = $6::timestamptz, reconcile_at = NULL WHERE id = $1 AND status = ANY($7::text[]) RETURNING 1`
-)
+const updateOutcome = statement("update_outcome", updateOutcomeSql)
 const deleteTransfer = statement("delete_transfer", `DELETE FROM transfers WHERE id = $1 AND status = $2`)
 const liveEndpoints = statement("live_endpoints", pgLiveEndpoints)
 const insertEvent = statement("insert_event", pgInsertEvent)

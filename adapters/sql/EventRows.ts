@@ -29,11 +29,19 @@ export const sqliteEventStatements = {
 // PostgreSQL, one statement: the event and its deliveries (endpoint ids as an array).
 export const pgLiveEndpoints =
   `SELECT id, enabled_events FROM webhook_endpoints WHERE owner = $1 AND disabled_at IS NULL`
-export const pgInsertEvent = `WITH ev AS (
+// The event (parameters `first` to `first + 4`, as pgEventValues orders them) and its deliveries (the endpoint
+// ids, `first + 5`) as the CTEs `ev` and `d` of a statement, written only where `when` (SQL) holds.
+export const pgEventCtes = (first: number, when = "true") =>
+  `ev AS (
   INSERT INTO events (id, type, owner, created_at, body)
-  VALUES ($1::text, $2::text, $3::text, $4::timestamptz, $5::text) RETURNING id, created_at
-) INSERT INTO webhook_deliveries (event_id, endpoint_id, created_at, next_attempt_at)
-  SELECT ev.id, e, ev.created_at, ev.created_at FROM ev, unnest($6::text[]) AS e`
+  SELECT $${first}::text, $${first + 1}::text, $${first + 2}::text, $${first + 3}::timestamptz, $${first + 4}::text
+  WHERE ${when}
+  RETURNING id, created_at
+), d AS (
+  INSERT INTO webhook_deliveries (event_id, endpoint_id, created_at, next_attempt_at)
+  SELECT ev.id, e, ev.created_at, ev.created_at FROM ev, unnest($${first + 5}::text[]) AS e
+)`
+export const pgInsertEvent = `WITH ${pgEventCtes(1)} SELECT 1`
 export const pgEventValues = (e: NewEvent, endpoints: ReadonlyArray<EndpointId>) => [
   e.id,
   e.type,
