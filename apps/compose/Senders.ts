@@ -11,7 +11,7 @@ import { MailReceipts, noReceipts } from "../../core/subscriptions/MailReceipts.
 import type { WebhookSender } from "../../core/webhooks/Webhooks.ts"
 import { countedMailer } from "../http/Observability.ts"
 import type { AppConfig } from "./Config.ts"
-import { Sqlite } from "./storage/Sqlite.ts"
+import { Sqlite, sqliteFilename } from "./storage/Sqlite.ts"
 
 // What the service sends to: mail, webhooks and the card network, each adapter picked from the configuration.
 
@@ -22,7 +22,7 @@ export const receiptFile = (config: AppConfig): string | undefined =>
     onSome: (path) => (path === "off" ? undefined : path),
     onNone: () => {
       if (!Sqlite.accepts(config.databaseUrl)) return undefined
-      const filename = config.databaseUrl.replace(/^sqlite:/, "")
+      const filename = sqliteFilename(config.databaseUrl)
       return filename === ":memory:" ? undefined : `${filename}-mail-receipts`
     }
   })

@@ -64,7 +64,6 @@ export const make = Effect.gen(function*() {
   const storage = yield* TransferStorage
   const views = yield* EventViews
 
-  // Moves the transfer's amount refunded by `delta`, under its lock.
   // Moves a transfer read under its lock by `delta`: the write is conditional on the amount it read.
   const shift = (tx: TransferTx, t: Transfer, delta: bigint) =>
     Effect.flatMap(

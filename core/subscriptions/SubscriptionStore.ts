@@ -18,6 +18,7 @@ import {
 } from "./Subscription.ts"
 import {
   type CombinedSubscriptionOperations,
+  type NewSubscription,
   type StoredToken,
   SubscriptionStorage,
   type SubscriptionStorageShape,
@@ -108,6 +109,11 @@ const usable = (token: StoredToken, now: DateTime.Utc) =>
     DateTime.toEpochMillis(now)
   )
 
+// A signup's row as a new address gets it.
+const newSubscription = (
+  { email, feed, name, now }: Parameters<SubscriptionStoreShape["subscribe"]>[0]
+): NewSubscription => ({ email, emailKey: normalizeEmail(email), name, feed, status: fresh.status, now })
+
 // The combined operations as core runs them on a database that has none: the same operations, in one
 // transaction.
 const composed = (storage: SubscriptionStorageShape): CombinedSubscriptionOperations => ({
@@ -132,9 +138,9 @@ export const make = Effect.gen(function*() {
     request: Parameters<SubscriptionStoreShape["subscribe"]>[0]
   ): Effect.Effect<{ readonly subscription: Subscription; readonly queued: boolean }> =>
     Effect.gen(function*() {
-      const { email, feed, name, now } = request
-      const emailKey = normalizeEmail(email)
-      const inserted = yield* tx.insertSubscription({ email, emailKey, name, feed, status: fresh.status, now })
+      const { feed, name, now } = request
+      const emailKey = normalizeEmail(request.email)
+      const inserted = yield* tx.insertSubscription(newSubscription(request))
       let subscription: Subscription
       let decision = fresh
       if (Option.isSome(inserted)) {
@@ -208,10 +214,8 @@ export const make = Effect.gen(function*() {
     // A new address is one combined write; one that exists is decided under its lock.
     subscribe: (request) =>
       Effect.gen(function*() {
-        const { email, feed, name, now } = request
         if (fresh.queueConfirmation) {
-          const subscription = { email, emailKey: normalizeEmail(email), name, feed, status: fresh.status, now }
-          const inserted = yield* combined.insertSubscriptionAndQueue(subscription)
+          const inserted = yield* combined.insertSubscriptionAndQueue(newSubscription(request))
           if (Option.isSome(inserted)) return { subscription: inserted.value, queued: true }
         }
         return yield* storage.transact((tx) => subscribeIn(tx, request))

@@ -10,6 +10,9 @@ import { storesOver } from "../../../core/shared/Stores.ts"
 import { EventViewsLive } from "../../http/EventViewsLive.ts"
 import type { StorageAdapter } from "../Storage.ts"
 
+// The file a `sqlite:PATH` or plain-path DATABASE_URL names (":memory:" for none).
+export const sqliteFilename = (url: string) => url.replace(/^sqlite:/, "")
+
 // The embedded file: one process, so its rate limits stay in that process's memory.
 export const Sqlite: StorageAdapter = {
   forms: ["sqlite:PATH", "PATH (a plain path, no scheme://)"],
@@ -17,7 +20,7 @@ export const Sqlite: StorageAdapter = {
   shared: false,
   layer: (url, open) =>
     Layer.suspend(() => {
-      const filename = url.replace(/^sqlite:/, "")
+      const filename = sqliteFilename(url)
       if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
       return Layer.mergeAll(
         storesOver(Layer.merge(SqliteStores.subscriptionStorage, SqliteStores.transferStorage)),
