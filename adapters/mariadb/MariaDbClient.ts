@@ -33,7 +33,7 @@ const isRetryable = (error: unknown) => [1213, 1205, 1062].includes(errnoOf(erro
 // keeps every row it read locked (a SKIP LOCKED claim would hide rows it did not take) and its gap locks
 // deadlock first inserts. The level is set on the connection before BEGIN (after it, it would not apply), in
 // the same round trip; COMMIT ends it, or ROLLBACK on any failure, defect or interruption. Work already in a
-// transaction joins it: a statement of several writes is atomic alone and inside `transact` alike.
+// transaction joins it: an operation of several statements is atomic alone and inside `transact` alike.
 export const transactionOn = (sql: SqlClient) => <A, E, R>(work: Effect.Effect<A, E, R>) => {
   const begin = Effect.scoped(Effect.gen(function*() {
     const connection = yield* sql.reserve

@@ -1,13 +1,14 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, identity } from "effect"
 import type { TransferStorageShape, TransferTx } from "../../core/payments/TransferStorage.ts"
-import { listRefunds, refundOutcomeRow, type RefundRow, refundRow, toRefund } from "../sql/RefundRows.ts"
-import { toTransfer, type TransferRow } from "../sql/TransferRows.ts"
-import { first, reconciliation, refundColumns, type Statements, transferColumns, wrote } from "./MariaDbUnitOfWork.ts"
+import { listRefunds, RefundColumns, refundOutcomeRow, type RefundRow, refundRow, toRefund } from "../sql/RefundRows.ts"
+import { toTransfer, TransferColumns, type TransferRow } from "../sql/TransferRows.ts"
+import { asChar, first, reconciliation, type Statements, wrote } from "./MariaDbUnitOfWork.ts"
 
 // The refunds' statements on MariaDB, spread into the transfer storage (adapters/mariadb/MariaDbTransferStore.ts):
 // a refund is decided with its transfer's row locked FOR UPDATE, so refunds racing on one transfer, from any
 // instance, run one after the other; claims take disjoint refunds with SKIP LOCKED.
+const refundColumns = asChar(RefundColumns)
 
 export type RefundTx = Pick<
   TransferTx,
@@ -19,7 +20,7 @@ export const mariaDbRefundStatements = (sql: SqlClient): Statements<RefundTx> =>
   return {
     lockTransfer: (client, id) =>
       first(
-        sql<TransferRow>`SELECT ${sql.literal(transferColumns)} FROM transfers
+        sql<TransferRow>`SELECT ${sql.literal(asChar(TransferColumns))} FROM transfers
           WHERE client_id = ${client} AND id = ${id} FOR UPDATE`,
         toTransfer
       ),

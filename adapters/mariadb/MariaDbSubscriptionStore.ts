@@ -1,9 +1,17 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { DateTime, Effect, Layer, Option } from "effect"
-import { SubscriptionId, type SubscriptionStatus } from "../../core/subscriptions/Subscription.ts"
 import { SubscriptionStorage, type SubscriptionTx } from "../../core/subscriptions/SubscriptionStorage.ts"
-import { millisOf } from "../sql/Dialect.ts"
-import { FeedColumns, feedOf, SubscriptionColumns, subscriptionOf, tokenOf } from "../sql/SubscriptionRows.ts"
+import {
+  FeedColumns,
+  feedOf,
+  listFeeds,
+  listSubscriptions,
+  lockedOf,
+  outboxEntryOf,
+  SubscriptionColumns,
+  subscriptionOf,
+  tokenOf
+} from "../sql/SubscriptionRows.ts"
 import { transactionOn } from "./MariaDbClient.ts"
 import {
   claim,
@@ -21,8 +29,6 @@ import {
 // read FOR UPDATE while core decides on them. An UPDATE whose row core reads back is followed by a SELECT in
 // the same transaction (no UPDATE ... RETURNING on MariaDB); an INSERT answers with INSERT ... RETURNING.
 
-const subscriptionId = (value: unknown) => SubscriptionId.make(Number(value), { disableValidation: true })
-
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient
   const transaction = transactionOn(sql)
@@ -31,10 +37,10 @@ export const make = Effect.gen(function*() {
   const feedNamed = (name: string) =>
     Effect.map(sql`SELECT ${feedColumns} FROM feeds WHERE name = ${name}`, (rows) => feedOf(rows[0]))
   const byId = (id: number) => sql`SELECT ${subscriptionColumns} FROM subscriptions WHERE id = ${id}`
-  const selectToken = (hash: string, purpose: string, lock: "FOR UPDATE" | "") =>
+  const selectToken = (hash: string, purpose: string, lock = sql.literal("")) =>
     first(
       sql`SELECT subscription_id, expires_at, used_at FROM subscription_tokens
-        WHERE hash = ${hash} AND purpose = ${purpose} ${sql.literal(lock)}`,
+        WHERE hash = ${hash} AND purpose = ${purpose} ${lock}`,
       tokenOf
     )
 
@@ -52,9 +58,8 @@ export const make = Effect.gen(function*() {
       ),
     lockSubscription: (emailKey, feed) =>
       first(
-        sql<{ id: unknown; status: SubscriptionStatus }>`SELECT id, status FROM subscriptions
-          WHERE email_key = ${emailKey} AND feed = ${feed} FOR UPDATE`,
-        (r) => ({ id: subscriptionId(r.id), status: r.status })
+        sql`SELECT id, status FROM subscriptions WHERE email_key = ${emailKey} AND feed = ${feed} FOR UPDATE`,
+        lockedOf
       ),
     mailsSince: (id, since) =>
       Effect.map(
@@ -71,7 +76,7 @@ export const make = Effect.gen(function*() {
     queueConfirmation: (id, now) =>
       Effect.asVoid(sql`INSERT INTO mail_outbox (kind, subscription_id, created_at, next_attempt_at)
         VALUES ('confirmation', ${id}, ${ms(now)}, ${ms(now)})`),
-    lockToken: (hash, purpose) => selectToken(hash, purpose, "FOR UPDATE"),
+    lockToken: (hash, purpose) => selectToken(hash, purpose, sql.literal("FOR UPDATE")),
     useToken: (hash, now) =>
       Effect.asVoid(sql`UPDATE subscription_tokens SET used_at = ${ms(now)} WHERE hash = ${hash}`),
     voidConfirmations: (id, now) =>
@@ -129,41 +134,21 @@ export const make = Effect.gen(function*() {
     ...unitOfWork<SubscriptionTx>(sql, statements),
     findFeed: (name) =>
       Effect.orDie(first(sql`SELECT ${feedColumns} FROM feeds WHERE name = ${name} AND deleted_at IS NULL`, feedOf)),
-    listFeeds: Effect.gen(function*() {
-      const rows = yield* sql`SELECT ${feedColumns} FROM feeds WHERE deleted_at IS NULL ORDER BY name`
-      const changed = yield* sql<{ at: unknown }>`
-        SELECT max(CASE WHEN deleted_at IS NULL THEN updated_at ELSE deleted_at END) AS at FROM feeds`
-      return { feeds: rows.map(feedOf), lastModified: DateTime.unsafeMake(millisOf(changed[0]?.at ?? 0)) }
-    }).pipe(Effect.orDie),
-    token: (hash, purpose) => Effect.orDie(selectToken(hash, purpose, "")),
+    listFeeds: listFeeds(sql),
+    token: (hash, purpose) => Effect.orDie(selectToken(hash, purpose)),
     claimDue: (now, leaseUntil, limit) =>
       claim(sql, "mail_outbox", sql`next_attempt_at = ${ms(leaseUntil)}`)(
-        sql<{ id: number; subscription_id: number; attempts: number }>`SELECT id, subscription_id, attempts
+        sql<{ id: number }>`SELECT id, subscription_id, attempts
           FROM mail_outbox FORCE INDEX (mail_outbox_due) WHERE sent_at IS NULL AND next_attempt_at <= ${ms(now)}
           ORDER BY next_attempt_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`
-      ).pipe(
-        Effect.map((rows) =>
-          rows.map((r) => ({
-            id: Number(r.id),
-            subscriptionId: subscriptionId(r.subscription_id),
-            attempts: Number(r.attempts)
-          }))
-        ),
-        Effect.orDie
-      ),
+      ).pipe(Effect.map((rows) => rows.map(outboxEntryOf)), Effect.orDie),
     markFailed: (id, nextAttemptAt, reason) =>
-      Effect.orDie(sql`UPDATE mail_outbox SET attempts = attempts + 1,
-        next_attempt_at = ${nextAttemptAt === undefined ? null : ms(nextAttemptAt)}, last_error = ${
-        reason.slice(0, 500)
-      } WHERE id = ${id}`),
+      Effect.orDie(sql`UPDATE mail_outbox SET attempts = attempts + 1, last_error = ${reason.slice(0, 500)},
+        next_attempt_at = ${nextAttemptAt === undefined ? null : ms(nextAttemptAt)} WHERE id = ${id}`),
     markSentAll: (ids, now) =>
       ids.length === 0 ? Effect.void : Effect.orDie(sql`UPDATE mail_outbox SET sent_at = ${ms(now)},
         next_attempt_at = NULL, last_error = NULL WHERE ${sql.in("id", ids)} AND sent_at IS NULL`),
-    listSubscriptions: ({ feed, limit, startingAfter, status }) =>
-      sql`SELECT ${subscriptionColumns} FROM subscriptions WHERE id > ${startingAfter ?? 0}
-        ${feed === undefined ? sql.literal("") : sql`AND feed = ${feed}`}
-        ${status === undefined ? sql.literal("") : sql`AND status = ${status}`}
-        ORDER BY id LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(subscriptionOf)), Effect.orDie),
+    listSubscriptions: listSubscriptions(sql),
     // Oldest first, rows another purge holds skipped, in the index's order as a claim's (MariaDbUnitOfWork.ts);
     // their tokens and outbox rows go with them (ON DELETE CASCADE).
     purge: (status, before, limit) =>

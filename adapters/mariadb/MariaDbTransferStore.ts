@@ -1,31 +1,36 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, identity, Layer } from "effect"
-import type { CurrencyCode } from "../../core/payments/Currency.ts"
 import type { ClientId, TransferId } from "../../core/payments/Transfer.ts"
 import { TransferStorage, type TransferTx } from "../../core/payments/TransferStorage.ts"
 import {
   answerColumns,
+  Balance,
+  type BalanceRow,
   KeyColumns,
   type KeyRow,
   listTransfers,
   outcomeRow,
+  toBalance,
   toKeyRecord,
   toTransfer,
+  TransferColumns,
   type TransferRow,
   transferRow
 } from "../sql/TransferRows.ts"
 import { mariaDbRefundStatements, mariaDbRefundStorage } from "./MariaDbRefundStatements.ts"
 import {
+  asChar,
   eventStatements,
   first,
   ms,
   reconciliation,
   type Statements,
-  transferColumns,
   unitOfWork,
   unlessDuplicate,
   wrote
 } from "./MariaDbUnitOfWork.ts"
+
+const transferColumns = asChar(TransferColumns)
 
 // The transfer storage on MariaDB, on @effect/sql. Keys and references are decided by unique constraints: the
 // second of two first inserts waits for the first's row lock, then loses (1062) and answers false; keys are read
@@ -33,14 +38,10 @@ import {
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient
   const columns = sql.literal(transferColumns)
+  const keyColumns = sql.literal(KeyColumns)
   const keyWhere = (client: ClientId, key: string) => sql`client_id = ${client} AND idempotency_key = ${key}`
-  const keyRecord = (client: ClientId, key: string, lock: "FOR UPDATE" | "") =>
-    first(
-      sql<KeyRow>`SELECT ${sql.literal(KeyColumns)} FROM idempotency_keys WHERE ${keyWhere(client, key)} ${
-        sql.literal(lock)
-      }`,
-      toKeyRecord
-    )
+  const keyRecord = (client: ClientId, key: string, lock = sql.literal("")) =>
+    first(sql<KeyRow>`SELECT ${keyColumns} FROM idempotency_keys WHERE ${keyWhere(client, key)} ${lock}`, toKeyRecord)
   const transferWhere = (client: ClientId, column: "id" | "reference", value: string) =>
     Effect.orDie(first(
       sql<TransferRow>`SELECT ${columns} FROM transfers WHERE client_id = ${client} AND ${sql(column)} = ${value}`,
@@ -63,7 +64,7 @@ export const make = Effect.gen(function*() {
         ),
         false
       ),
-    lockKey: (client, key) => keyRecord(client, key, "FOR UPDATE"),
+    lockKey: (client, key) => keyRecord(client, key, sql.literal("FOR UPDATE")),
     restartKey: (client, claim, now) =>
       Effect.asVoid(sql`UPDATE idempotency_keys SET started_at = ${ms(now)}, request_id = ${claim.requestId},
         request_hash = ${claim.requestHash}, answer = NULL, transfer_id = NULL, refund_id = NULL
@@ -106,7 +107,7 @@ export const make = Effect.gen(function*() {
         identity
       )),
     hasClients: sql`SELECT 1 FROM api_clients LIMIT 1`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
-    keyRecord: (client, key) => Effect.orDie(keyRecord(client, key, "")),
+    keyRecord: (client, key) => Effect.orDie(keyRecord(client, key)),
     get: (client, id) => transferWhere(client, "id", id),
     byReference: (client, reference) => transferWhere(client, "reference", reference),
     list: listTransfers(sql, transferColumns),
@@ -118,18 +119,8 @@ export const make = Effect.gen(function*() {
         Effect.map((rows) => rows.length),
         Effect.orDie
       ),
-    // Summed by the database in integers and read back as text: exact for any total, never a float.
     balance: (client) =>
-      sql<{ merchant_id: string; currency: CurrencyCode; total: string }>`
-        SELECT recipient_merchant_id AS merchant_id, currency, CAST(SUM(amount - amount_refunded) AS CHAR) AS total
-        FROM transfers
-        WHERE client_id = ${client} AND status = 'approved'
-        GROUP BY recipient_merchant_id, currency ORDER BY recipient_merchant_id, currency`.pipe(
-        Effect.map((rows) =>
-          rows.map((r) => ({ merchantId: r.merchant_id, currency: r.currency, amount: BigInt(r.total) }))
-        ),
-        Effect.orDie
-      )
+      Effect.orDie(Effect.map(sql.unsafe<BalanceRow>(asChar(Balance), [client]), (rows) => rows.map(toBalance)))
   })
 })
 

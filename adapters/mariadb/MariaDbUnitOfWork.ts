@@ -5,8 +5,6 @@ import { DateTime, Effect, Option, Record } from "effect"
 import type { NewEvent } from "../../core/webhooks/Events.ts"
 import type { EndpointId } from "../../core/webhooks/Webhooks.ts"
 import { insertEvent, liveEndpointOf, liveEndpoints } from "../sql/EventRows.ts"
-import { RefundColumns } from "../sql/RefundRows.ts"
-import { TransferColumns } from "../sql/TransferRows.ts"
 import { errnoOf, transactionOn } from "./MariaDbClient.ts"
 
 // A port's operations as statements on @effect/sql: inside `transact` they run on the transaction's connection
@@ -46,8 +44,7 @@ export const first = <A, B>(rows: Effect.Effect<ReadonlyArray<A>, SqlError>, map
   Effect.map(rows, (rows) => Option.map(Option.fromNullable(rows[0]), map))
 
 // Amounts are read as text (adapters/sql/TransferRows.ts); MariaDB casts to CHAR, not TEXT.
-export const transferColumns = TransferColumns.replaceAll(" AS TEXT)", " AS CHAR)")
-export const refundColumns = RefundColumns.replaceAll(" AS TEXT)", " AS CHAR)")
+export const asChar = (columns: string) => columns.replaceAll(" AS TEXT)", " AS CHAR)")
 
 // Due rows claimed in one transaction: `due` reads them in its index's order and locks them, skipping rows
 // another instance holds (a sort would lock every due row), then `lease` (a SET clause) is written to each, so
