@@ -68,10 +68,7 @@ const statements: Statements<SubscriptionTx> = {
     return Option.map(Option.fromNullable(row), subscriptionOf)
   },
   lockSubscription: (db, emailKey, feed) =>
-    Option.map(
-      Option.fromNullable(db.get(existing, [emailKey, feed])),
-      lockedOf
-    ),
+    Option.map(Option.fromNullable(db.get(existing, [emailKey, feed])), lockedOf),
   mailsSince: (db, id, since) => Number(db.get<{ n: number }>(mailsSince, [id, millis(since)])!.n),
   updateSubscription: (db, id, status, now, name) =>
     subscriptionOf(db.get(update, [status, millis(now), name ?? null, id])),
