@@ -1,7 +1,7 @@
 import { MysqlClient } from "@effect/sql-mysql2"
 import { type SqlClient, TransactionConnection } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect, Exit, Layer, Redacted } from "effect"
+import { Effect, Exit, Layer, Option, Redacted } from "effect"
 
 // MariaDB (or MySQL 8) through @effect/sql-mysql2: mysql://user:password@host:port/database, or mariadb://.
 // Times are BIGINT milliseconds (adapters/sql/Dialect.ts), so no time zone stands between the server and the
@@ -32,9 +32,10 @@ const isRetryable = (error: unknown) => [1213, 1205, 1062].includes(errnoOf(erro
 // A transaction runs READ COMMITTED, as on PostgreSQL: under InnoDB's default REPEATABLE READ a locking scan
 // keeps every row it read locked (a SKIP LOCKED claim would hide rows it did not take) and its gap locks
 // deadlock first inserts. The level is set on the connection before BEGIN (after it, it would not apply), in
-// the same round trip; COMMIT ends it, or ROLLBACK on any failure, defect or interruption.
-export const transactionOn = (sql: SqlClient) => <A, E, R>(work: Effect.Effect<A, E, R>) =>
-  Effect.scoped(Effect.gen(function*() {
+// the same round trip; COMMIT ends it, or ROLLBACK on any failure, defect or interruption. Work already in a
+// transaction joins it: an operation of several statements is atomic alone and inside `transact` alike.
+export const transactionOn = (sql: SqlClient) => <A, E, R>(work: Effect.Effect<A, E, R>) => {
+  const begin = Effect.scoped(Effect.gen(function*() {
     const connection = yield* sql.reserve
     const run = (statement: string) => connection.executeUnprepared(statement, [], undefined)
     return yield* Effect.acquireUseRelease(
@@ -48,3 +49,5 @@ export const transactionOn = (sql: SqlClient) => <A, E, R>(work: Effect.Effect<A
     Effect.catchAllDefect((defect) => isRetryable(defect) ? Effect.fail(defect as SqlError) : Effect.die(defect)),
     Effect.retry({ while: isRetryable, times: 100 })
   )
+  return Effect.flatMap(Effect.serviceOption(TransactionConnection), (open) => Option.isSome(open) ? work : begin)
+}

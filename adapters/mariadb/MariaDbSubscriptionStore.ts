@@ -1,18 +1,33 @@
 import { SqlClient } from "@effect/sql/SqlClient"
-import { DateTime, Effect, Layer } from "effect"
-import { SubscriptionId, type SubscriptionStatus } from "../../core/subscriptions/Subscription.ts"
+import { DateTime, Effect, Layer, Option } from "effect"
 import { SubscriptionStorage, type SubscriptionTx } from "../../core/subscriptions/SubscriptionStorage.ts"
-import { millisOf } from "../sql/Dialect.ts"
-import { FeedColumns, feedOf, SubscriptionColumns, subscriptionOf, tokenOf } from "../sql/SubscriptionRows.ts"
+import {
+  FeedColumns,
+  feedOf,
+  listFeeds,
+  listSubscriptions,
+  lockedOf,
+  outboxEntryOf,
+  SubscriptionColumns,
+  subscriptionOf,
+  tokenOf
+} from "../sql/SubscriptionRows.ts"
 import { transactionOn } from "./MariaDbClient.ts"
-import { eventStatements, first, ms, type Statements, unitOfWork, unlessDuplicate } from "./MariaDbUnitOfWork.ts"
+import {
+  claim,
+  eventStatements,
+  first,
+  ms,
+  type Statements,
+  unitOfWork,
+  unlessDuplicate,
+  wrote
+} from "./MariaDbUnitOfWork.ts"
 
 // The subscription storage on MariaDB, on @effect/sql. The unique (email_key, feed) constraint decides between
 // concurrent first signups (the second insert waits for the first's row lock, then loses with 1062); rows are
 // read FOR UPDATE while core decides on them. An UPDATE whose row core reads back is followed by a SELECT in
 // the same transaction (no UPDATE ... RETURNING on MariaDB); an INSERT answers with INSERT ... RETURNING.
-
-const subscriptionId = (value: unknown) => SubscriptionId.make(Number(value), { disableValidation: true })
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient
@@ -22,30 +37,29 @@ export const make = Effect.gen(function*() {
   const feedNamed = (name: string) =>
     Effect.map(sql`SELECT ${feedColumns} FROM feeds WHERE name = ${name}`, (rows) => feedOf(rows[0]))
   const byId = (id: number) => sql`SELECT ${subscriptionColumns} FROM subscriptions WHERE id = ${id}`
-  const selectToken = (hash: string, purpose: string, lock: boolean) =>
-    Effect.map(
+  const selectToken = (hash: string, purpose: string, lock = sql.literal("")) =>
+    first(
       sql`SELECT subscription_id, expires_at, used_at FROM subscription_tokens
-        WHERE hash = ${hash} AND purpose = ${purpose} ${sql.literal(lock ? "FOR UPDATE" : "")}`,
-      (rows) => first(rows, tokenOf)
+        WHERE hash = ${hash} AND purpose = ${purpose} ${lock}`,
+      tokenOf
     )
 
   const statements: Statements<SubscriptionTx> = {
     ...eventStatements(sql),
     insertSubscription: (s) =>
       unlessDuplicate(
-        Effect.map(
+        first(
           sql`INSERT INTO subscriptions (email, email_key, name, feed, status, created_at, updated_at)
             VALUES (${s.email}, ${s.emailKey}, ${s.name}, ${s.feed}, ${s.status}, ${ms(s.now)}, ${ms(s.now)})
             RETURNING ${subscriptionColumns}`,
-          (rows) => first(rows, subscriptionOf)
+          subscriptionOf
         ),
-        first([], subscriptionOf)
+        Option.none()
       ),
     lockSubscription: (emailKey, feed) =>
-      Effect.map(
-        sql<{ id: unknown; status: SubscriptionStatus }>`SELECT id, status FROM subscriptions
-          WHERE email_key = ${emailKey} AND feed = ${feed} FOR UPDATE`,
-        (rows) => first(rows, (r) => ({ id: subscriptionId(r.id), status: r.status }))
+      first(
+        sql`SELECT id, status FROM subscriptions WHERE email_key = ${emailKey} AND feed = ${feed} FOR UPDATE`,
+        lockedOf
       ),
     mailsSince: (id, since) =>
       Effect.map(
@@ -54,25 +68,25 @@ export const make = Effect.gen(function*() {
         (rows) => Number(rows[0]!.n)
       ),
     updateSubscription: (id, status, now, name) =>
-      Effect.zipRight(
+      transaction(Effect.zipRight(
         sql`UPDATE subscriptions SET status = ${status}, updated_at = ${ms(now)}, name = coalesce(${name ?? null}, name)
           WHERE id = ${id}`,
         Effect.map(byId(id), (rows) => subscriptionOf(rows[0]))
-      ),
+      )),
     queueConfirmation: (id, now) =>
       Effect.asVoid(sql`INSERT INTO mail_outbox (kind, subscription_id, created_at, next_attempt_at)
         VALUES ('confirmation', ${id}, ${ms(now)}, ${ms(now)})`),
-    lockToken: (hash, purpose) => selectToken(hash, purpose, true),
+    lockToken: (hash, purpose) => selectToken(hash, purpose, sql.literal("FOR UPDATE")),
     useToken: (hash, now) =>
       Effect.asVoid(sql`UPDATE subscription_tokens SET used_at = ${ms(now)} WHERE hash = ${hash}`),
     voidConfirmations: (id, now) =>
       Effect.asVoid(sql`UPDATE subscription_tokens SET used_at = ${ms(now)}
         WHERE subscription_id = ${id} AND purpose = 'confirm' AND used_at IS NULL`),
-    get: (id) => Effect.map(byId(id), (rows) => first(rows, subscriptionOf)),
+    get: (id) => first(byId(id), subscriptionOf),
     lockFeed: (name) =>
-      Effect.map(
+      first(
         sql<{ deleted_at: unknown }>`SELECT deleted_at FROM feeds WHERE name = ${name} FOR UPDATE`,
-        (rows) => first(rows, (r) => ({ deleted: r.deleted_at !== null }))
+        (r) => ({ deleted: r.deleted_at !== null })
       ),
     insertFeed: (name, title, now) =>
       Effect.map(
@@ -81,19 +95,13 @@ export const make = Effect.gen(function*() {
         (rows) => feedOf(rows[0])
       ),
     replaceFeed: (name, title, now, recreated) =>
-      Effect.zipRight(
+      transaction(Effect.zipRight(
         sql`UPDATE feeds SET title = ${title}, updated_at = ${ms(now)}, deleted_at = NULL,
           created_at = ${recreated ? ms(now) : sql.literal("created_at")} WHERE name = ${name}`,
         feedNamed(name)
-      ),
-    // The live feed locked, then marked (a compound: a transaction of its own outside `transact`).
+      )),
     deleteFeed: (name, now) =>
-      Effect.gen(function*() {
-        const live = yield* sql`SELECT name FROM feeds WHERE name = ${name} AND deleted_at IS NULL FOR UPDATE`
-        if (live.length === 0) return false
-        yield* sql`UPDATE feeds SET deleted_at = ${ms(now)} WHERE name = ${name}`
-        return true
-      }),
+      wrote(sql`UPDATE feeds SET deleted_at = ${ms(now)} WHERE name = ${name} AND deleted_at IS NULL`),
     setFeedStatus: (feed, status, now) =>
       Effect.asVoid(sql`UPDATE subscriptions SET status = ${status}, updated_at = ${ms(now)}
         WHERE feed = ${feed} AND status <> ${status}`),
@@ -106,83 +114,43 @@ export const make = Effect.gen(function*() {
         (rows) => rows.map(subscriptionOf)
       ),
     // Both tokens of every mail in one INSERT.
-    insertTokens: (mails, now) =>
-      mails.length === 0 ?
-        Effect.void :
-        Effect.asVoid(
-          sql`INSERT INTO subscription_tokens ${
-            sql.insert(mails.flatMap(({ subscriptionId: id, tokens }) => [
-              {
-                hash: tokens.confirm.hash,
-                subscription_id: id,
-                purpose: "confirm",
-                created_at: ms(now),
-                expires_at: ms(tokens.confirm.expiresAt)
-              },
-              {
-                hash: tokens.unsubscribe.hash,
-                subscription_id: id,
-                purpose: "unsubscribe",
-                created_at: ms(now),
-                expires_at: null
-              }
-            ]))
-          }`
-        )
+    insertTokens: (mails, now) => {
+      const token = (id: number, hash: string, purpose: string, expires: DateTime.Utc | undefined) => ({
+        hash,
+        subscription_id: id,
+        purpose,
+        created_at: ms(now),
+        expires_at: expires === undefined ? null : ms(expires)
+      })
+      const rows = mails.flatMap(({ subscriptionId: id, tokens: { confirm, unsubscribe } }) => [
+        token(id, confirm.hash, "confirm", confirm.expiresAt),
+        token(id, unsubscribe.hash, "unsubscribe", undefined)
+      ])
+      return rows.length === 0 ? Effect.void : Effect.asVoid(sql`INSERT INTO subscription_tokens ${sql.insert(rows)}`)
+    }
   }
 
   return SubscriptionStorage.of({
-    ...unitOfWork<SubscriptionTx>(sql, statements, [
-      "updateSubscription",
-      "replaceFeed",
-      "deleteFeed",
-      "insertEvent"
-    ]),
+    ...unitOfWork<SubscriptionTx>(sql, statements),
     findFeed: (name) =>
-      sql`SELECT ${feedColumns} FROM feeds WHERE name = ${name} AND deleted_at IS NULL`.pipe(
-        Effect.map((rows) => first(rows, feedOf)),
-        Effect.orDie
-      ),
-    listFeeds: Effect.gen(function*() {
-      const rows = yield* sql`SELECT ${feedColumns} FROM feeds WHERE deleted_at IS NULL ORDER BY name`
-      const changed = yield* sql<{ at: unknown }>`
-        SELECT max(CASE WHEN deleted_at IS NULL THEN updated_at ELSE deleted_at END) AS at FROM feeds`
-      return { feeds: rows.map(feedOf), lastModified: DateTime.unsafeMake(millisOf(changed[0]?.at ?? 0)) }
-    }).pipe(Effect.orDie),
-    token: (hash, purpose) => Effect.orDie(selectToken(hash, purpose, false)),
-    // A batch of due rows, locked (rows another instance holds are skipped, not waited for) and leased; read in
-    // the index's order, so that a claim locks only the rows it takes.
+      Effect.orDie(first(sql`SELECT ${feedColumns} FROM feeds WHERE name = ${name} AND deleted_at IS NULL`, feedOf)),
+    listFeeds: listFeeds(sql),
+    token: (hash, purpose) => Effect.orDie(selectToken(hash, purpose)),
     claimDue: (now, leaseUntil, limit) =>
-      transaction(Effect.gen(function*() {
-        const rows = yield* sql<{ id: number; subscription_id: number; attempts: number }>`
-          SELECT id, subscription_id, attempts FROM mail_outbox FORCE INDEX (mail_outbox_due) WHERE sent_at IS NULL
-          AND next_attempt_at <= ${ms(now)} ORDER BY next_attempt_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`
-        if (rows.length > 0) {
-          yield* sql`UPDATE mail_outbox SET next_attempt_at = ${ms(leaseUntil)} WHERE ${
-            sql.in("id", rows.map((r) => r.id))
-          }`
-        }
-        return rows.map((r) => ({
-          id: Number(r.id),
-          subscriptionId: subscriptionId(r.subscription_id),
-          attempts: Number(r.attempts)
-        }))
-      })).pipe(Effect.orDie),
+      claim(sql, "mail_outbox", sql`next_attempt_at = ${ms(leaseUntil)}`)(
+        sql<{ id: number }>`SELECT id, subscription_id, attempts
+          FROM mail_outbox FORCE INDEX (mail_outbox_due) WHERE sent_at IS NULL AND next_attempt_at <= ${ms(now)}
+          ORDER BY next_attempt_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`
+      ).pipe(Effect.map((rows) => rows.map(outboxEntryOf)), Effect.orDie),
     markFailed: (id, nextAttemptAt, reason) =>
-      Effect.orDie(sql`UPDATE mail_outbox SET attempts = attempts + 1,
-        next_attempt_at = ${nextAttemptAt === undefined ? null : ms(nextAttemptAt)}, last_error = ${
-        reason.slice(0, 500)
-      } WHERE id = ${id}`),
+      Effect.orDie(sql`UPDATE mail_outbox SET attempts = attempts + 1, last_error = ${reason.slice(0, 500)},
+        next_attempt_at = ${nextAttemptAt === undefined ? null : ms(nextAttemptAt)} WHERE id = ${id}`),
     markSentAll: (ids, now) =>
       ids.length === 0 ? Effect.void : Effect.orDie(sql`UPDATE mail_outbox SET sent_at = ${ms(now)},
         next_attempt_at = NULL, last_error = NULL WHERE ${sql.in("id", ids)} AND sent_at IS NULL`),
-    listSubscriptions: ({ feed, limit, startingAfter, status }) =>
-      sql`SELECT ${subscriptionColumns} FROM subscriptions WHERE id > ${startingAfter ?? 0}
-        ${feed === undefined ? sql.literal("") : sql`AND feed = ${feed}`}
-        ${status === undefined ? sql.literal("") : sql`AND status = ${status}`}
-        ORDER BY id LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(subscriptionOf)), Effect.orDie),
-    // Oldest first, rows another purge holds skipped; their tokens and outbox rows go with them (ON DELETE
-    // CASCADE). Read in the index's order, so that a purge locks only the rows it takes.
+    listSubscriptions: listSubscriptions(sql),
+    // Oldest first, rows another purge holds skipped, in the index's order as a claim's (MariaDbUnitOfWork.ts);
+    // their tokens and outbox rows go with them (ON DELETE CASCADE).
     purge: (status, before, limit) =>
       transaction(Effect.gen(function*() {
         const rows = yield* sql<{ id: number }>`SELECT id FROM subscriptions FORCE INDEX (subscriptions_pending)

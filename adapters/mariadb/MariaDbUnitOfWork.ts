@@ -1,9 +1,10 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { DateTime, Effect, Option } from "effect"
+import type { Fragment, Statement } from "@effect/sql/Statement"
+import { DateTime, Effect, Option, Record } from "effect"
 import type { NewEvent } from "../../core/webhooks/Events.ts"
 import type { EndpointId } from "../../core/webhooks/Webhooks.ts"
-import { liveEndpointOf } from "../sql/EventRows.ts"
+import { insertEvent, liveEndpointOf, liveEndpoints } from "../sql/EventRows.ts"
 import { errnoOf, transactionOn } from "./MariaDbClient.ts"
 
 // A port's operations as statements on @effect/sql: inside `transact` they run on the transaction's connection
@@ -17,26 +18,15 @@ export type Statements<Tx> = {
 // The port's unit of work on MariaDB: `transact` runs core's work in one READ COMMITTED transaction
 // (MariaDbClient.ts's transactionOn: the `lock*` statements read FOR UPDATE, and after a deadlock, a lock wait
 // time-out or a lost unique race the work runs again from its start). Outside it, an operation is one statement
-// on the pool, or, for the `compound` ones (a locked read then a write: MariaDB has no UPDATE ... RETURNING, and
-// @effect/sql-mysql2 answers no affected rows), a transaction of its own. Storage faults become defects.
-export const unitOfWork = <Tx extends object>(
-  sql: SqlClient,
-  statements: Statements<Tx>,
-  compound: ReadonlyArray<keyof Tx>
-) => {
-  const transaction = transactionOn(sql)
-  const tx = {} as Record<string, unknown>
-  const own = {} as Record<string, unknown>
-  for (const name of Object.keys(statements) as Array<keyof Tx & string>) {
-    const statement = statements[name] as (...args: Array<unknown>) => Effect.Effect<unknown, SqlError>
-    tx[name] = (...args: Array<unknown>) => Effect.orDie(statement(...args))
-    own[name] = compound.includes(name)
-      ? (...args: Array<unknown>) => Effect.orDie(transaction(statement(...args)))
-      : tx[name]
-  }
+// on the pool, or a transaction of its own where it runs several. Storage faults become defects.
+export const unitOfWork = <Tx extends object>(sql: SqlClient, statements: Statements<Tx>) => {
+  const tx = Record.map(
+    statements as Record<string, (...args: Array<unknown>) => Effect.Effect<unknown, SqlError>>,
+    (statement) => (...args: Array<unknown>) => Effect.orDie(statement(...args))
+  ) as unknown as Tx
   const transact = <A>(work: (tx: Tx) => Effect.Effect<A>): Effect.Effect<A> =>
-    Effect.orDie(transaction(Effect.suspend(() => work(tx as Tx))))
-  return { ...(own as Tx), transact }
+    Effect.orDie(transactionOn(sql)(Effect.suspend(() => work(tx))))
+  return { ...tx, transact }
 }
 
 // An INSERT that lost to a row with the same unique key (1062) answers `lost`; the transaction goes on (InnoDB
@@ -44,28 +34,63 @@ export const unitOfWork = <Tx extends object>(
 export const unlessDuplicate = <A>(insert: Effect.Effect<A, SqlError>, lost: A) =>
   Effect.catchIf(insert, (error) => errnoOf(error) === 1062, () => Effect.succeed(lost))
 
+// Whether a conditional UPDATE or DELETE wrote: MariaDB has no UPDATE ... RETURNING, but the driver's raw result
+// counts the rows the statement matched (mysql2 connects with FOUND_ROWS), written or not.
+export const wrote = (write: Statement<unknown>) =>
+  Effect.map(write.raw, (result) => (result as { affectedRows: number }).affectedRows > 0)
+
 export const ms = DateTime.toEpochMillis
-export const first = <A, B>(rows: ReadonlyArray<A>, map: (row: A) => B) => Option.map(Option.fromNullable(rows[0]), map)
+export const first = <A, B>(rows: Effect.Effect<ReadonlyArray<A>, SqlError>, map: (row: A) => B) =>
+  Effect.map(rows, (rows) => Option.map(Option.fromNullable(rows[0]), map))
+
+// Amounts are read as text (adapters/sql/TransferRows.ts); MariaDB casts to CHAR, not TEXT.
+export const asChar = (columns: string) => columns.replaceAll(" AS TEXT)", " AS CHAR)")
+
+// Due rows claimed in one transaction: `due` reads them in its index's order and locks them, skipping rows
+// another instance holds (a sort would lock every due row), then `lease` (a SET clause) is written to each, so
+// that instances claiming at once take disjoint rows.
+export const claim =
+  (sql: SqlClient, table: string, lease: Fragment) =>
+  <Row extends { readonly id: unknown }>(due: Effect.Effect<ReadonlyArray<Row>, SqlError>) =>
+    transactionOn(sql)(Effect.tap(due, (rows) => {
+      const ids = rows.map((r) => r.id)
+      return ids.length === 0 ? Effect.void : sql`UPDATE ${sql(table)} SET ${lease} WHERE ${sql.in("id", ids)}`
+    }))
+
+// The reconciler's transfers or refunds: the unsettled ones claimed, each leased until `leaseUntil` (a leased one
+// is not due), and one put off to `next`.
+export const reconciliation = <Row, A>(
+  sql: SqlClient,
+  table: "transfers" | "refunds",
+  columns: string,
+  of: (row: Row, attempts: number) => A
+) => ({
+  claim: (now: DateTime.Utc, pendingBefore: DateTime.Utc, leaseUntil: DateTime.Utc, limit: number) =>
+    claim(sql, table, sql`reconcile_at = ${ms(leaseUntil)}`)(
+      sql<Row & { id: string; reconcile_attempts: number }>`SELECT ${sql.literal(columns)}, reconcile_attempts
+        FROM ${sql(table)} FORCE INDEX (${sql(`${table}_unsettled`)}) WHERE status IN ('pending', 'unknown')
+        AND (status = 'unknown' OR created_at <= ${ms(pendingBefore)})
+        AND (reconcile_at IS NULL OR reconcile_at <= ${ms(now)})
+        ORDER BY created_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`
+    ).pipe(Effect.map((rows) => rows.map((row) => of(row, Number(row.reconcile_attempts)))), Effect.orDie),
+  later: (id: string, attempts: number, next: DateTime.Utc) =>
+    Effect.orDie(sql`UPDATE ${sql(table)} SET reconcile_attempts = ${attempts}, reconcile_at = ${ms(next)}
+      WHERE id = ${id} AND status IN ('pending', 'unknown')`)
+})
 
 // Events as the stores write them, in their transaction: the event, then one delivery for each endpoint core chose.
 export const eventStatements = (sql: SqlClient) => ({
   liveEndpoints: (owner: string) =>
     Effect.map(
-      sql<{ id: string; enabled_events: string }>`SELECT id, enabled_events FROM webhook_endpoints
-        WHERE owner = ${owner} AND disabled_at IS NULL`,
+      sql.unsafe<{ id: string; enabled_events: string }>(liveEndpoints, [owner]),
       (rows) => rows.map(liveEndpointOf)
     ),
   insertEvent: (e: NewEvent, endpoints: ReadonlyArray<EndpointId>) => {
     const at = ms(e.createdAt)
-    const event = sql`INSERT INTO events (id, type, owner, created_at, body)
-      VALUES (${e.id}, ${e.type}, ${e.owner}, ${at}, ${e.body})`
-    return endpoints.length === 0 ? Effect.asVoid(event) : Effect.zipRight(
-      event,
-      Effect.asVoid(
-        sql`INSERT INTO webhook_deliveries ${
-          sql.insert(endpoints.map((id) => ({ event_id: e.id, endpoint_id: id, created_at: at, next_attempt_at: at })))
-        }`
-      )
-    )
+    const deliveries = endpoints.map((id) => ({ event_id: e.id, endpoint_id: id, created_at: at, next_attempt_at: at }))
+    return transactionOn(sql)(Effect.asVoid(Effect.zipRight(
+      sql.unsafe(insertEvent, [e.id, e.type, e.owner, at, e.body]),
+      deliveries.length === 0 ? Effect.void : sql`INSERT INTO webhook_deliveries ${sql.insert(deliveries)}`
+    )))
   }
 })

@@ -1,10 +1,18 @@
 import { SqlClient } from "@effect/sql/SqlClient"
-import { DateTime, Effect, Layer } from "effect"
-import { SubscriptionId, type SubscriptionStatus } from "../../core/subscriptions/Subscription.ts"
+import { Effect, Layer } from "effect"
 import { SubscriptionStorage, type SubscriptionTx } from "../../core/subscriptions/SubscriptionStorage.ts"
-import { millisOf } from "../sql/Dialect.ts"
 import { liveEndpointOf, pgEventValues, pgInsertEvent, pgLiveEndpoints } from "../sql/EventRows.ts"
-import { FeedColumns, feedOf, SubscriptionColumns, subscriptionOf, tokenOf } from "../sql/SubscriptionRows.ts"
+import {
+  FeedColumns,
+  feedOf,
+  listFeeds,
+  listSubscriptions,
+  lockedOf,
+  outboxEntryOf,
+  SubscriptionColumns,
+  subscriptionOf,
+  tokenOf
+} from "../sql/SubscriptionRows.ts"
 import { PgDirect, statement } from "./PgClient.ts"
 import { first, ms, type Statements, unitOfWork } from "./PgUnitOfWork.ts"
 
@@ -122,8 +130,6 @@ const purge = statement(
      FOR UPDATE SKIP LOCKED) RETURNING id`
 )
 
-const subscriptionId = (value: unknown) => SubscriptionId.make(Number(value), { disableValidation: true })
-
 const statements: Statements<SubscriptionTx> = {
   liveEndpoints: (query, owner) => Effect.map(query(liveEndpoints, [owner]), (rows) => rows.map(liveEndpointOf)),
   insertEvent: (query, event, endpoints) => Effect.asVoid(query(insertEvent, pgEventValues(event, endpoints))),
@@ -133,10 +139,7 @@ const statements: Statements<SubscriptionTx> = {
       (rows) => first(rows, subscriptionOf)
     ),
   lockSubscription: (query, emailKey, feed) =>
-    Effect.map(
-      query<{ id: unknown; status: SubscriptionStatus }>(lockSubscription, [emailKey, feed]),
-      (rows) => first(rows, (r) => ({ id: subscriptionId(r.id), status: r.status }))
-    ),
+    Effect.map(query(lockSubscription, [emailKey, feed]), (rows) => first(rows, lockedOf)),
   mailsSince: (query, id, since) =>
     Effect.map(query<{ n: unknown }>(mailsSince, [id, ms(since)]), (rows) => Number(rows[0]!.n)),
   updateSubscription: (query, id, status, now, name) =>
@@ -180,7 +183,6 @@ const statements: Statements<SubscriptionTx> = {
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient
   const direct = yield* PgDirect
-  const subscriptionColumns = sql.literal(SubscriptionColumns)
   return SubscriptionStorage.of({
     ...unitOfWork<SubscriptionTx>(direct, statements),
     combined: {
@@ -191,27 +193,12 @@ export const make = Effect.gen(function*() {
         )
     },
     findFeed: (name) => direct.query(feedByName, [name]).pipe(Effect.map((rows) => first(rows, feedOf)), Effect.orDie),
-    listFeeds: Effect.gen(function*() {
-      const rows = yield* sql`SELECT ${sql.literal(FeedColumns)} FROM feeds WHERE deleted_at IS NULL ORDER BY name`
-      const changed = yield* sql<{ at: unknown }>`
-        SELECT max(CASE WHEN deleted_at IS NULL THEN updated_at ELSE deleted_at END) AS at FROM feeds`
-      return { feeds: rows.map(feedOf), lastModified: DateTime.unsafeMake(millisOf(changed[0]?.at ?? 0)) }
-    }).pipe(Effect.orDie),
+    listFeeds: listFeeds(sql),
     token: (hash, purpose) =>
       direct.query(tokenByHash, [hash, purpose]).pipe(Effect.map((rows) => first(rows, tokenOf)), Effect.orDie),
     claimDue: (now, leaseUntil, limit) =>
-      direct.query<{ id: unknown; subscription_id: unknown; attempts: unknown }>(claimDue, [
-        ms(now),
-        ms(leaseUntil),
-        limit
-      ]).pipe(
-        Effect.map((rows) =>
-          rows.map((r) => ({
-            id: Number(r.id),
-            subscriptionId: subscriptionId(r.subscription_id),
-            attempts: Number(r.attempts)
-          }))
-        ),
+      direct.query(claimDue, [ms(now), ms(leaseUntil), limit]).pipe(
+        Effect.map((rows) => rows.map(outboxEntryOf)),
         Effect.orDie
       ),
     markFailed: (id, nextAttemptAt, reason) =>
@@ -219,11 +206,7 @@ export const make = Effect.gen(function*() {
         direct.query(markFailed, [id, nextAttemptAt === undefined ? null : ms(nextAttemptAt), reason.slice(0, 500)])
       ),
     markSentAll: (ids, now) => Effect.orDie(Effect.asVoid(direct.query(markSent, [ids, ms(now)]))),
-    listSubscriptions: ({ feed, limit, startingAfter, status }) =>
-      sql`SELECT ${subscriptionColumns} FROM subscriptions WHERE id > ${startingAfter ?? 0}
-        ${feed === undefined ? sql.literal("") : sql`AND feed = ${feed}`}
-        ${status === undefined ? sql.literal("") : sql`AND status = ${status}`}
-        ORDER BY id LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(subscriptionOf)), Effect.orDie),
+    listSubscriptions: listSubscriptions(sql),
     purge: (status, before, limit) =>
       direct.query(purge, [status, ms(before), limit]).pipe(Effect.map((rows) => rows.length), Effect.orDie)
   })

@@ -1,15 +1,16 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
-import type { CurrencyCode } from "../../core/payments/Currency.ts"
 import type { ClientId, TransferId } from "../../core/payments/Transfer.ts"
 import { TransferStorage, type TransferTx } from "../../core/payments/TransferStorage.ts"
 import { liveEndpointOf, pgEventValues, pgInsertEvent, pgLiveEndpoints } from "../sql/EventRows.ts"
 import {
   answerColumns,
+  type BalanceRow,
   KeyColumns,
   type KeyRow,
   listTransfers,
   outcomeRow,
+  toBalance,
   toKeyRecord,
   toTransfer,
   TransferColumns,
@@ -158,14 +159,12 @@ export const make = Effect.gen(function*() {
       direct.query(pruneKeys, [ms(before), limit]).pipe(Effect.map((rows) => rows.length), Effect.orDie),
     // Summed by the database in integers and read back as text: exact for any total, never a float.
     balance: (client) =>
-      sql<{ merchant_id: string; currency: CurrencyCode; total: string }>`
+      sql<BalanceRow>`
         SELECT recipient_merchant_id AS merchant_id, currency, CAST(SUM(amount - amount_refunded) AS TEXT) AS total
         FROM transfers
         WHERE client_id = ${client} AND status = 'approved'
         GROUP BY recipient_merchant_id, currency ORDER BY recipient_merchant_id, currency`.pipe(
-        Effect.map((rows) =>
-          rows.map((r) => ({ merchantId: r.merchant_id, currency: r.currency, amount: BigInt(r.total) }))
-        ),
+        Effect.map((rows) => rows.map(toBalance)),
         Effect.orDie
       )
   })

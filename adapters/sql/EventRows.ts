@@ -10,8 +10,9 @@ export const liveEndpointOf = (row: { id: string; enabled_events: string }): Liv
   enabledEvents: JSON.parse(row.enabled_events)
 })
 
-const liveEndpoints = `SELECT id, enabled_events FROM webhook_endpoints WHERE owner = ? AND disabled_at IS NULL`
-const insertEvent = `INSERT INTO events (id, type, owner, created_at, body) VALUES (?, ?, ?, ?, ?)`
+// SQLite's and MariaDB's texts (`?` parameters).
+export const liveEndpoints = `SELECT id, enabled_events FROM webhook_endpoints WHERE owner = ? AND disabled_at IS NULL`
+export const insertEvent = `INSERT INTO events (id, type, owner, created_at, body) VALUES (?, ?, ?, ?, ?)`
 const insertDelivery = `INSERT INTO webhook_deliveries (event_id, endpoint_id, created_at, next_attempt_at)
   VALUES (?, ?, ?, ?)`
 

@@ -176,3 +176,20 @@ export const listTransfers = (sql: SqlClient, columns: string): TransferStorageS
     } ORDER BY created_at DESC, id DESC LIMIT ${query.limit + 1}`
     return { data: rows.slice(0, query.limit).map(toTransfer), hasMore: rows.length > query.limit }
   }).pipe(Effect.orDie)
+
+// A client's balance per merchant and currency, summed by the database in integers and read back as text: exact
+// for any total, never a float. SQLite's and MariaDB's text (`?` parameters).
+export const Balance = `SELECT recipient_merchant_id AS merchant_id, currency,
+  CAST(SUM(amount - amount_refunded) AS TEXT) AS total
+  FROM transfers WHERE client_id = ? AND status = 'approved'
+  GROUP BY recipient_merchant_id, currency ORDER BY recipient_merchant_id, currency`
+export interface BalanceRow {
+  readonly merchant_id: string
+  readonly currency: string
+  readonly total: string
+}
+export const toBalance = (r: BalanceRow) => ({
+  merchantId: r.merchant_id,
+  currency: r.currency as CurrencyCode,
+  amount: BigInt(r.total)
+})

@@ -1,9 +1,15 @@
 import { DateTime, Effect, Layer, Option } from "effect"
-import { SubscriptionId, type SubscriptionStatus } from "../../core/subscriptions/Subscription.ts"
 import { SubscriptionStorage, type SubscriptionTx } from "../../core/subscriptions/SubscriptionStorage.ts"
-import type { OutboxEntry } from "../../core/subscriptions/SubscriptionStore.ts"
 import { sqliteEventStatements } from "../sql/EventRows.ts"
-import { FeedColumns, feedOf, SubscriptionColumns, subscriptionOf, tokenOf } from "../sql/SubscriptionRows.ts"
+import {
+  FeedColumns,
+  feedOf,
+  lockedOf,
+  outboxEntryOf,
+  SubscriptionColumns,
+  subscriptionOf,
+  tokenOf
+} from "../sql/SubscriptionRows.ts"
 import { SqliteDirect } from "./SqliteClient.ts"
 import { read, type Statements, unitOfWork, write } from "./SqliteUnitOfWork.ts"
 
@@ -62,10 +68,7 @@ const statements: Statements<SubscriptionTx> = {
     return Option.map(Option.fromNullable(row), subscriptionOf)
   },
   lockSubscription: (db, emailKey, feed) =>
-    Option.map(
-      Option.fromNullable(db.get<{ id: number; status: SubscriptionStatus }>(existing, [emailKey, feed])),
-      (r) => ({ id: SubscriptionId.make(Number(r.id), { disableValidation: true }), status: r.status })
-    ),
+    Option.map(Option.fromNullable(db.get(existing, [emailKey, feed])), lockedOf),
   mailsSince: (db, id, since) => Number(db.get<{ n: number }>(mailsSince, [id, millis(since)])!.n),
   updateSubscription: (db, id, status, now, name) =>
     subscriptionOf(db.get(update, [status, millis(now), name ?? null, id])),
@@ -128,16 +131,10 @@ export const layer = Layer.effect(
       // before then.
       claimDue: (now, leaseUntil, limit) =>
         writing((db) =>
-          db.all<{ id: number; subscription_id: number; attempts: number }>(dueMails, [millis(now), limit]).map(
-            (row): OutboxEntry => {
-              db.run(lease, [millis(leaseUntil), row.id])
-              return {
-                id: Number(row.id),
-                subscriptionId: SubscriptionId.make(Number(row.subscription_id), { disableValidation: true }),
-                attempts: Number(row.attempts)
-              }
-            }
-          )
+          db.all<{ id: number }>(dueMails, [millis(now), limit]).map((row) => {
+            db.run(lease, [millis(leaseUntil), row.id])
+            return outboxEntryOf(row)
+          })
         ),
       markFailed: (id, nextAttemptAt, reason) =>
         writing((db) =>

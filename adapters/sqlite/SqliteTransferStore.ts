@@ -1,13 +1,15 @@
 import { DateTime, Effect, Layer, Option } from "effect"
-import type { CurrencyCode } from "../../core/payments/Currency.ts"
 import type { ClientId, TransferId } from "../../core/payments/Transfer.ts"
 import { TransferStorage, type TransferTx } from "../../core/payments/TransferStorage.ts"
 import { sqliteEventStatements } from "../sql/EventRows.ts"
 import {
   answerColumns,
+  Balance,
+  type BalanceRow,
   KeyColumns,
   type KeyRow,
   outcomeRow,
+  toBalance,
   toKeyRecord,
   toTransfer,
   TransferColumns,
@@ -52,10 +54,6 @@ const unsettled = `SELECT ${TransferColumns}, reconcile_attempts FROM transfers
   WHERE status IN ('pending', 'unknown') AND (status = 'unknown' OR created_at <= ?)
     AND (reconcile_at IS NULL OR reconcile_at <= ?)
   ORDER BY created_at LIMIT ?`
-const balance = `SELECT recipient_merchant_id AS merchant_id, currency,
-  CAST(SUM(amount - amount_refunded) AS TEXT) AS total
-  FROM transfers WHERE client_id = ? AND status = 'approved'
-  GROUP BY recipient_merchant_id, currency ORDER BY recipient_merchant_id, currency`
 let insertTransfer: string | undefined
 const insertTransferOf = (row: Record<string, unknown>) =>
   insertTransfer ??= `INSERT INTO transfers (${Object.keys(row).join(", ")}) VALUES (${
@@ -166,12 +164,7 @@ export const layer = Layer.effect(
             [millis(before), limit]
           )
         ),
-      // Summed by the database in integers and read back as text: exact for any total, never a float.
-      balance: (client) =>
-        reading((db) =>
-          db.all<{ merchant_id: string; currency: CurrencyCode; total: string }>(balance, [client])
-            .map((r) => ({ merchantId: r.merchant_id, currency: r.currency, amount: BigInt(r.total) }))
-        )
+      balance: (client) => reading((db) => db.all<BalanceRow>(Balance, [client]).map(toBalance))
     })
   })
 )
