@@ -101,12 +101,11 @@ export const make = (
     // The statements that open, close and undo transactions and groups: prepared once, from the cache.
     const exec = (sql: string) => void prepare(sql).run([])
 
-    // Reads outside a transaction share one read transaction per synchronous run. SQLite takes a WAL read lock
-    // (a few fcntl calls: 5-7 µs of a 1 µs read on this kind of machine) for each statement outside a
-    // transaction, but once for all the statements inside one; a request whose steps are all synchronous (a 304,
-    // a replay, the reads before a write) reads its API client, key and transfer in one. The snapshot ends in the
-    // microtask after the run that began it, and before any write: it is never older than the synchronous code
-    // that reads from it, and a write never runs inside it.
+    // Reads outside a transaction share one read transaction per synchronous run (docs/decisions/0042). SQLite
+    // takes a WAL read lock (a few fcntl calls: 5-7 µs of a 1 µs read on this kind of machine) for each statement
+    // outside a transaction, but once for all the statements inside one: a 304 or a replay reads its API client,
+    // key and transfer in one. The snapshot ends in the microtask after the run that began it, and before any
+    // write: it is never older than the synchronous code that reads from it, and a write never runs inside it.
     let snapshot = false
     const endSnapshot = () => {
       if (!snapshot) return
