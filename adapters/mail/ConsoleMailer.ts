@@ -20,7 +20,10 @@ export const formatMail = (mail: Mail): string =>
 const layer: Layer.Layer<Mailer> = Layer.succeed(
   Mailer,
   Mailer.of({
-    send: (mail) => Console.log(formatMail(mail)).pipe(Effect.withSpan("ConsoleMailer.send"))
+    sendAll: (mails, report) =>
+      Effect.forEach(mails, (mail, index) => Effect.map(Console.log(formatMail(mail)), () => report({ index })), {
+        discard: true
+      }).pipe(Effect.withSpan("ConsoleMailer.send"))
   })
 )
 

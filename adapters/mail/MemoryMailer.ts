@@ -2,7 +2,7 @@
 // outbox worker's retry and give-up paths run without an SMTP server.
 import { Context, Effect, Layer, Option, Stream, SubscriptionRef } from "effect"
 import { MailDeliveryFailed } from "../../core/subscriptions/Errors.ts"
-import { type Mail, Mailer } from "../../core/subscriptions/Mailer.ts"
+import { type Mail, Mailer, type MailerShape } from "../../core/subscriptions/Mailer.ts"
 
 interface PlannedFailure {
   readonly reason: string
@@ -64,7 +64,14 @@ export const make = Effect.gen(function*() {
       ),
     reset: SubscriptionRef.set(state, empty)
   }
-  return { mailer: Mailer.of({ send }), memory } as const
+  // The batch's mails one after another, each reported as it is done.
+  const sendAll: MailerShape["sendAll"] = (mails, report) =>
+    Effect.forEach(mails, (mail, index) =>
+      Effect.match(send(mail), {
+        onSuccess: () => report({ index }),
+        onFailure: (failure) => report({ index, failure })
+      }), { discard: true })
+  return { mailer: Mailer.of({ sendAll }), memory } as const
 })
 
 export class MemoryMailer extends Context.Tag("MemoryMailer")<MemoryMailer, MemoryMailerShape>() {

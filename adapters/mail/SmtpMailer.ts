@@ -196,18 +196,33 @@ export const makeSender = (options: SmtpMailerOptions): SmtpSender => {
 }
 
 // A bad URL or MAIL_FROM is a configuration bug: the layer dies, with a message that holds no credentials.
+// An interrupted batch abandons the sends still going.
 export const make = (options: SmtpMailerOptions) =>
   Effect.map(
     Effect.acquireRelease(Effect.sync(() => makeSender(options)), (sender) => Effect.sync(() => sender.close())),
     (sender) =>
       Mailer.of(
         {
-          send: (mail) =>
-            Effect.async<void, MailDeliveryFailed>((resume, signal) => {
-              sender.send(mail, signal).then((failed) =>
-                resume(failed === undefined ? Effect.void : Effect.fail(new MailDeliveryFailed(failed)))
-              )
-            }).pipe(Effect.withSpan("SmtpMailer.send", { attributes: { "smtp.host": sender.host } }))
+          sendAll: (mails, report) =>
+            Effect.async<void>((resume) => {
+              let left = mails.length
+              if (left === 0) return resume(Effect.void)
+              const aborts = mails.map((mail, index) => {
+                const abort = new AbortController()
+                sender.send(mail, abort.signal).then((failed) => {
+                  report(failed === undefined ? { index } : { index, failure: new MailDeliveryFailed(failed) })
+                  if (--left === 0) resume(Effect.void)
+                })
+                return abort
+              })
+              return Effect.sync(() => {
+                for (const abort of aborts) abort.abort()
+              })
+            }).pipe(
+              Effect.withSpan("SmtpMailer.send", {
+                attributes: { "smtp.host": sender.host, "mail.count": mails.length }
+              })
+            )
         } satisfies MailerShape
       )
   )

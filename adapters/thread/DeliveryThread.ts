@@ -131,31 +131,53 @@ const make = (options: DeliveryThreadOptions) =>
       }, (e) => refuse(jobs, `the delivery thread did not start: ${e}`))
     }
 
+    // A job for the thread, whose answer goes to `settle`.
+    const post = (job: (n: number) => Job, settle: Settle): number => {
+      const n = next++
+      pending.set(n, settle)
+      if (queued.length === 0) setImmediate(flush)
+      queued.push(job(n))
+      return n
+    }
+
     // One send: a job for the thread and its answer. An interrupted send only stops waiting; the thread
     // finishes it within its own time-out.
     const run = (job: (n: number) => Job) =>
       Effect.async<Reply>((resume) => {
-        const n = next++
-        pending.set(n, (reply) => resume(Effect.succeed(reply)))
-        if (queued.length === 0) setImmediate(flush)
-        queued.push(job(n))
+        const n = post(job, (reply) => resume(Effect.succeed(reply)))
         return Effect.sync(() => void pending.delete(n))
       })
 
-    // The thread has no tracer: the send's span is made here, around the round trip to the thread.
-    // A failed send noted nothing: its place is free at once. An interrupted one keeps its place (the thread may
-    // still note it).
+    // A batch of mails: one job each, posted together, each answer reported as it comes; no fiber or Effect per
+    // mail. The thread has no tracer: the batch's span is made here, around the round trip to the thread.
+    // A failed send noted nothing: its place in the receipt file is free at once. An interrupted one keeps its
+    // place (the thread may still note it).
     const mailer = Mailer.of({
-      send: (mail) =>
-        Effect.suspend(() => {
-          const outbox = mail.outbox
-          const slot = outbox === undefined ? undefined : receiptFile?.take(outbox)
-          return Effect.flatMap(run((n) => ({ n, kind: "mail", mail, slot })), (reply) => {
-            if (reply.ok) return Effect.void
-            if (slot !== undefined) receiptFile?.release(outbox!)
-            return Effect.fail(new MailDeliveryFailed({ reason: reply.reason, permanent: reply.permanent }))
+      sendAll: (mails, report) =>
+        Effect.async<void>((resume) => {
+          let left = mails.length
+          if (left === 0) return resume(Effect.void)
+          const posted = mails.map((mail, index) => {
+            const outbox = mail.outbox
+            const slot = outbox === undefined ? undefined : receiptFile?.take(outbox)
+            return post((n) => ({ n, kind: "mail", mail, slot }), (reply) => {
+              if (reply.ok) {
+                report({ index })
+              } else {
+                if (slot !== undefined) receiptFile?.release(outbox!)
+                report({ index, failure: new MailDeliveryFailed({ reason: reply.reason, permanent: reply.permanent }) })
+              }
+              if (--left === 0) resume(Effect.void)
+            })
           })
-        }).pipe(Effect.withSpan("SmtpMailer.send", { attributes: { "paysub.delivery_thread": true } }))
+          return Effect.sync(() => {
+            for (const n of posted) pending.delete(n)
+          })
+        }).pipe(
+          Effect.withSpan("SmtpMailer.send", {
+            attributes: { "paysub.delivery_thread": true, "mail.count": mails.length }
+          })
+        )
     })
     const receipts: MailReceiptsShape = {
       unsettled: Effect.succeed(receiptFile?.unsettled ?? []),

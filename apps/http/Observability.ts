@@ -108,18 +108,17 @@ const mailFailures = Metric.counter("mail_failures_total", {
   incremental: true
 })
 
-// The mailer of the app, counted.
+// The mailer of the app, counted as the outcomes come.
+const NoLabels: ReadonlyArray<MetricLabel.MetricLabel> = []
 export const countedMailer = <E, R>(layer: Layer.Layer<Mailer, E, R>) =>
   Layer.effect(
     Mailer,
     Effect.map(Mailer, (mailer) =>
       Mailer.of({
-        send: (mail) =>
-          mailer.send(mail).pipe(
-            Effect.tapBoth({
-              onSuccess: () => Metric.increment(mailSends),
-              onFailure: () => Metric.increment(mailFailures)
-            })
-          )
+        sendAll: (mails, report) =>
+          mailer.sendAll(mails, (outcome) => {
+            ;(outcome.failure === undefined ? mailSends : mailFailures).unsafeUpdate(1, NoLabels)
+            report(outcome)
+          })
       }))
   ).pipe(Layer.provide(layer))

@@ -12,8 +12,19 @@ export interface Mail {
   readonly outbox?: number
 }
 
+// What became of the mail at `index` of a batch: the server accepted it, or `failure` says why not.
+export interface MailOutcome {
+  readonly index: number
+  readonly failure?: MailDeliveryFailed | undefined
+}
+
+// Mail goes out in batches: the outbox hands over all the mails of a pass at once, and an adapter may send them
+// as concurrently as it can (its connections bound how many are on the wire). Each mail's outcome goes to
+// `report` once, as soon as it is known, in any order, so that the outbox marks the accepted ones while the rest
+// are still on the wire; the effect ends when every mail has its outcome. One batch is one hand-over and one
+// wait, whatever its size (docs/decisions/0041).
 export interface MailerShape {
-  readonly send: (mail: Mail) => Effect.Effect<void, MailDeliveryFailed>
+  readonly sendAll: (mails: ReadonlyArray<Mail>, report: (outcome: MailOutcome) => void) => Effect.Effect<void>
 }
 
 export class Mailer extends Context.Tag("Mailer")<Mailer, MailerShape>() {}

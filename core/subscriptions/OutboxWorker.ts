@@ -5,7 +5,7 @@ import { SiteSettings } from "../shared/SiteSettings.ts"
 import { makeStorageBackoff } from "../shared/StorageBackoff.ts"
 import { Tokens } from "../shared/Tokens.ts"
 import { confirmationMail } from "./ConfirmationMail.ts"
-import { Mailer } from "./Mailer.ts"
+import { type Mail, Mailer, type MailOutcome } from "./Mailer.ts"
 import { MailReceipts } from "./MailReceipts.ts"
 import { type OutboxEntry, SubscriptionStore } from "./SubscriptionStore.ts"
 import { ConfirmTokenTtl } from "./Token.ts"
@@ -65,9 +65,12 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
       yield* Effect.logInfo("outbox rows marked sent from their mails' receipts", { rows: recovered.length })
     }
 
+    const markSent = (ids: ReadonlyArray<number>) => Effect.flatMap(DateTime.now, (at) => store.markSentAll(ids, at))
+
     // A claimed batch's tokens, issued and stored in one transaction (tokens at delivery: docs/decisions/0002),
-    // then its mails sent concurrently. A row whose subscription no longer awaits a mail counts as sent.
-    const sendAll = (due: ReadonlyArray<OutboxEntry>, concurrency: number): Effect.Effect<ReadonlyArray<Outcome>> =>
+    // then its mails handed to the mailer as one batch. A row whose subscription no longer awaits a mail counts as
+    // sent.
+    const sendAll = (due: ReadonlyArray<OutboxEntry>): Effect.Effect<ReadonlyArray<Outcome>> =>
       Effect.gen(function*() {
         if (due.length === 0) return []
         const now = yield* DateTime.now
@@ -96,30 +99,54 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
             Option.match(feed, { onNone: () => subscription.value.feed, onSome: (f) => f.title })
           )
         }
-        // Each row is marked sent as soon as its mail is accepted (the SQLite group commit joins these small
-        // transactions), so a crash re-sends only the mails in flight, not the batch's sent ones. The mail's
-        // receipt (MailReceipts.ts) covers the time until that commit; it is settled once the mark is done with.
-        const markSent = (i: number) =>
-          Effect.flatMap(DateTime.now, (at) => store.markSentAll([due[i]!.id], at)).pipe(Effect.as("sent" as const))
-        return yield* Effect.forEach(prepared, (subscription, i): Effect.Effect<Outcome> => {
-          if (Option.isNone(subscription)) return markSent(i)
-          const outbox = due[i]!.id
-          const mail = confirmationMail({
-            baseUrl: site.baseUrl,
-            subscription: subscription.value,
-            feedTitle: feeds.get(subscription.value.feed)!,
-            confirmToken: issued[i]!.confirm,
-            unsubscribeToken: issued[i]!.unsubscribe
+        const outcomes = new Array<Outcome>(due.length)
+        const mails: Array<Mail> = []
+        // The row of each mail, by the mail's index.
+        const rows: Array<number> = []
+        const unsent: Array<number> = []
+        prepared.forEach((subscription, i) => {
+          if (Option.isNone(subscription)) {
+            outcomes[i] = "sent"
+            unsent.push(due[i]!.id)
+            return
+          }
+          rows.push(i)
+          mails.push({
+            ...confirmationMail({
+              baseUrl: site.baseUrl,
+              subscription: subscription.value,
+              feedTitle: feeds.get(subscription.value.feed)!,
+              confirmToken: issued[i]!.confirm,
+              unsubscribeToken: issued[i]!.unsubscribe
+            }),
+            outbox: due[i]!.id
           })
-          return mailer.send({ ...mail, outbox }).pipe(
-            Effect.matchEffect({
-              onSuccess: () => Effect.ensuring(markSent(i), receipts.settle([outbox])),
-              onFailure: (e) => Effect.succeed({ reason: e.reason, permanent: e.permanent })
-            })
-          )
-        }, { concurrency })
+        })
+        if (unsent.length > 0) yield* markSent(unsent)
+        if (mails.length === 0) return outcomes
+        // The rows are marked sent as their mails are accepted, those that came together in one transaction, so
+        // that a crash re-sends only the mails in flight, not the batch's sent ones. While one mark commits, the
+        // next outcomes gather for the next. The mails' receipts (MailReceipts.ts) cover the time until the
+        // mark's commit; they are settled once the mark is done with.
+        const came = yield* Queue.unbounded<MailOutcome>()
+        yield* Effect.fork(mailer.sendAll(mails, (outcome) => Queue.unsafeOffer(came, outcome)))
+        for (let left = mails.length; left > 0;) {
+          const chunk = yield* Queue.takeBetween(came, 1, left)
+          left -= chunk.length
+          const accepted: Array<number> = []
+          for (const { failure, index } of chunk) {
+            const i = rows[index]!
+            if (failure === undefined) {
+              outcomes[i] = "sent"
+              accepted.push(due[i]!.id)
+            } else {
+              outcomes[i] = { reason: failure.reason, permanent: failure.permanent }
+            }
+          }
+          if (accepted.length > 0) yield* Effect.ensuring(markSent(accepted), receipts.settle(accepted))
+        }
+        return outcomes
       })
-
     // One pass over what is due, `size` mails at most; answers how many rows it took. `probes`: whether this
     // pass may probe a failing server (only one of the loops running at once does).
     const pass = (size: number, probes: boolean) =>
@@ -130,7 +157,7 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
         if (state.failingSince !== undefined && !probes) return 0
         const limit = attemptsAllowed(state.failingSince !== undefined, size)
         const due = yield* store.claimDue(now, DateTime.addDuration(now, Lease), limit)
-        const outcomes = yield* sendAll(due, limit)
+        const outcomes = yield* sendAll(due)
         const done = yield* DateTime.now
         const temporary = outcomes.some((o) => o !== "sent" && !o.permanent)
         const failure = temporary && !outcomes.includes("sent")

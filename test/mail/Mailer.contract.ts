@@ -2,7 +2,8 @@
 // an Inbox that shows what arrived at the other end, turned back into a Mail.
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, type Layer } from "effect"
-import { type Mail, Mailer } from "../../core/subscriptions/Mailer.ts"
+import type { MailDeliveryFailed } from "../../core/subscriptions/Errors.ts"
+import { type Mail, Mailer, type MailerShape, type MailOutcome } from "../../core/subscriptions/Mailer.ts"
 
 export interface InboxShape {
   // Mails that arrived, oldest first. Header names may come back in any case.
@@ -40,6 +41,16 @@ export const sampleMail = (overrides: Partial<Mail> = {}): Mail => ({
   ...overrides
 })
 
+// One mail as a batch of one: its failure, if any, is the effect's.
+export const sendOne = (mailer: MailerShape, mail: Mail): Effect.Effect<void, MailDeliveryFailed> =>
+  Effect.suspend(() => {
+    let failure: MailDeliveryFailed | undefined
+    return Effect.flatMap(
+      mailer.sendAll([mail], (outcome) => (failure = outcome.failure)),
+      () => failure === undefined ? Effect.void : Effect.fail(failure)
+    )
+  })
+
 export const mailerContract = <E>(name: string, makeLayer: () => Layer.Layer<Mailer | Inbox, E>): void => {
   describe(`Mailer contract: ${name}`, () => {
     const run = <A, E2>(self: Effect.Effect<A, E2, Mailer | Inbox>) => Effect.provide(self, makeLayer())
@@ -50,8 +61,7 @@ export const mailerContract = <E>(name: string, makeLayer: () => Layer.Layer<Mai
           const mailer = yield* Mailer
           const inbox = yield* Inbox
           const mail = sampleMail()
-          const result = yield* mailer.send(mail)
-          assert.isUndefined(result)
+          yield* sendOne(mailer, mail)
           const received = yield* inbox.received
           assert.lengthOf(received, 1)
           assertArrived(received[0]!, mail)
@@ -69,22 +79,27 @@ export const mailerContract = <E>(name: string, makeLayer: () => Layer.Layer<Mai
             text: "Grüße, Zoë!\n\n日本語のテキスト — and a very long line ".concat("x".repeat(200), "\n"),
             html: "<p>Grüße, Zoë! 日本語 &amp; more</p>"
           })
-          yield* mailer.send(mail)
+          yield* sendOne(mailer, mail)
           const received = yield* inbox.received
           assert.lengthOf(received, 1)
           assertArrived(received[0]!, mail)
         })
       ))
 
-    it.scoped("delivers concurrent sends, each exactly once", () =>
+    it.scoped("delivers a batch, reports each mail's outcome once by its index, and ends once all have come", () =>
       run(
         Effect.gen(function*() {
           const mailer = yield* Mailer
           const inbox = yield* Inbox
           const mails = Array.from({ length: 5 }, (_, i) =>
             sampleMail({ to: { name: `Reader ${i}`, address: `reader${i}@example.com` }, subject: `Mail ${i}` }))
-          yield* Effect.forEach(mails, (m) =>
-            mailer.send(m), { concurrency: "unbounded", discard: true })
+          const outcomes: Array<MailOutcome> = []
+          yield* mailer.sendAll(mails, (outcome) =>
+            outcomes.push(outcome))
+          assert.sameMembers(outcomes.map((o) => o.index), [0, 1, 2, 3, 4])
+          assert.deepStrictEqual(outcomes.filter((o) => o.failure !== undefined), [])
+          yield* mailer.sendAll([], () => outcomes.push({ index: -1 }))
+          assert.lengthOf(outcomes, 5, "an empty batch reports nothing")
           const received = yield* inbox.received
           assert.lengthOf(received, mails.length)
           for (const mail of mails) {
@@ -101,8 +116,8 @@ export const mailerContract = <E>(name: string, makeLayer: () => Layer.Layer<Mai
           const mailer = yield* Mailer
           const inbox = yield* Inbox
           const mail = sampleMail()
-          yield* mailer.send(mail)
-          yield* mailer.send(mail)
+          yield* sendOne(mailer, mail)
+          yield* sendOne(mailer, mail)
           assert.lengthOf(yield* inbox.received, 2)
         })
       ))

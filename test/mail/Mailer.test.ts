@@ -31,7 +31,7 @@ import {
   startServer,
   stopServer
 } from "../support/SmtpTestServer.ts"
-import { Inbox, mailerContract, sampleMail } from "./Mailer.contract.ts"
+import { Inbox, mailerContract, sampleMail, sendOne } from "./Mailer.contract.ts"
 
 const From = "Engines Newsletter <news@example.com>"
 // Characters that need percent-encoding in a URL, so both the raw and the encoded form are checked.
@@ -128,7 +128,7 @@ describe("SmtpMailer", () => {
       const { server, mailer } = yield* withSmtp()
       const { mail, confirm, unsubscribe } = subscriberMail("ada@example.com")
 
-      yield* mailer.send(mail)
+      yield* sendOne(mailer, mail)
 
       const received = yield* Effect.promise(() => server.waitFor((m) => m.envelope.to.includes("ada@example.com")))
       assert.deepStrictEqual(received.envelope, { from: "news@example.com", to: ["ada@example.com"] })
@@ -160,21 +160,21 @@ describe("SmtpMailer", () => {
       const { mail } = subscriberMail()
 
       yield* stopServer(server)
-      const error = yield* Effect.flip(mailer.send(mail))
+      const error = yield* Effect.flip(sendOne(mailer, mail))
       assert.strictEqual(error._tag, "MailDeliveryFailed")
       assert.isFalse(error.permanent)
       assert.include(error.reason, "ECONNREFUSED")
       assertNoSecret(error)
 
       yield* startServer(server)
-      yield* mailer.send(mail)
+      yield* sendOne(mailer, mail)
       assert.lengthOf(server.messages, 1)
     }))
 
   it.scoped("answers a 550 for the recipient with a permanent MailDeliveryFailed", () =>
     Effect.gen(function*() {
       const { server, mailer } = yield* withSmtp({ rejectRecipients: ["gone@example.com"] })
-      const error = yield* Effect.flip(mailer.send(subscriberMail("gone@example.com").mail))
+      const error = yield* Effect.flip(sendOne(mailer, subscriberMail("gone@example.com").mail))
       assert.isTrue(error.permanent)
       assert.include(error.reason, "550")
       assertNoSecret(error)
@@ -185,7 +185,7 @@ describe("SmtpMailer", () => {
     Effect.gen(function*() {
       const { server, mailer } = yield* withSmtp()
       server.rejectRecipient("busy@example.com", { code: 451 })
-      const error = yield* Effect.flip(mailer.send(subscriberMail("busy@example.com").mail))
+      const error = yield* Effect.flip(sendOne(mailer, subscriberMail("busy@example.com").mail))
       assert.isFalse(error.permanent)
       assert.include(error.reason, "451")
       assertNoSecret(error)
@@ -194,7 +194,7 @@ describe("SmtpMailer", () => {
   it.scoped("treats rejected SMTP credentials as transient and keeps the password out of the reason", () =>
     Effect.gen(function*() {
       const { mailer } = yield* withSmtp({ credentials: { user: "user", pass: "the-right-one" } })
-      const error = yield* Effect.flip(mailer.send(subscriberMail().mail))
+      const error = yield* Effect.flip(sendOne(mailer, subscriberMail().mail))
       assert.isFalse(error.permanent, "a configuration problem: the mail should go out once it is fixed")
       assert.include(error.reason, "EAUTH")
       assert.include(error.reason, "535")
@@ -205,7 +205,7 @@ describe("SmtpMailer", () => {
     Effect.gen(function*() {
       const { server, mailer } = yield* withSmtp()
       server.rejectRecipient("echo@example.com", { code: 550, message: `you said ${Password} and user` })
-      const error = yield* Effect.flip(mailer.send(subscriberMail("echo@example.com").mail))
+      const error = yield* Effect.flip(sendOne(mailer, subscriberMail("echo@example.com").mail))
       assert.isTrue(error.permanent)
       assertNoSecret(error)
       assert.include(error.reason, "you said ***")
@@ -236,7 +236,7 @@ describe("SmtpMailer", () => {
         })
       )
       const started = Date.now()
-      const error = yield* Effect.flip(Context.get(context, Mailer).send(sampleMail()))
+      const error = yield* Effect.flip(sendOne(Context.get(context, Mailer), sampleMail()))
       assert.isBelow(Date.now() - started, 5000)
       assert.isFalse(error.permanent)
       assert.include(error.reason, "ETIMEDOUT")
@@ -265,7 +265,7 @@ describe("SmtpMailer", () => {
       const context = yield* Layer.build(SmtpMailer.layerConfig).pipe(
         Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["SMTP_URL", server.url]])))
       )
-      yield* Context.get(context, Mailer).send(sampleMail())
+      yield* sendOne(Context.get(context, Mailer), sampleMail())
       const received = yield* Effect.promise(() => server.waitFor())
       assert.deepStrictEqual(received.parsed.from?.value, [{ name: "Newsletter", address: "no-reply@localhost" }])
       assert.strictEqual(received.envelope.from, "no-reply@localhost")
@@ -279,7 +279,7 @@ describe("SmtpMailer", () => {
           ConfigProvider.fromMap(new Map([["SMTP_URL", server.url], ["MAIL_FROM", "Someone <someone@example.net>"]]))
         )
       )
-      yield* Context.get(context, Mailer).send(sampleMail())
+      yield* sendOne(Context.get(context, Mailer), sampleMail())
       assert.strictEqual(server.messages[0]?.envelope.from, "someone@example.net")
 
       const missing = yield* Layer.build(SmtpMailer.layerConfig).pipe(
@@ -331,7 +331,7 @@ describe("ConsoleMailer", () => {
       const { mail, confirm, unsubscribe } = subscriberMail("ada@example.com")
       const mailer = yield* Effect.provide(Mailer, ConsoleMailer.layer)
 
-      yield* mailer.send(mail).pipe(Effect.withConsole(console))
+      yield* sendOne(mailer, mail).pipe(Effect.withConsole(console))
 
       assert.lengthOf(lines, 1, "one block per mail, printed at once")
       const out = lines[0]!
@@ -356,8 +356,8 @@ describe("MemoryMailer", () => {
         const memory = yield* MemoryMailer
         const a = sampleMail({ subject: "a" })
         const b = sampleMail({ subject: "b" })
-        yield* mailer.send(a)
-        yield* mailer.send(b)
+        yield* sendOne(mailer, a)
+        yield* sendOne(mailer, b)
         assert.deepStrictEqual(yield* memory.sent, [a, b])
         yield* memory.reset
         assert.deepStrictEqual(yield* memory.sent, [])
@@ -372,7 +372,7 @@ describe("MemoryMailer", () => {
         yield* memory.failNext(2, false)
         yield* memory.failNext(1, true, "550 no such user")
         const results = yield* Effect.forEach([1, 2, 3, 4], (i) =>
-          Effect.either(mailer.send(sampleMail({ subject: `try ${i}` }))))
+          Effect.either(sendOne(mailer, sampleMail({ subject: `try ${i}` }))))
         assert.deepStrictEqual(
           results.map((r) => (r._tag === "Left" ? r.left.permanent : "sent")),
           [false, false, true, "sent"]
@@ -395,8 +395,8 @@ describe("MemoryMailer", () => {
         const mailer = yield* Mailer
         const memory = yield* MemoryMailer
         const waiting = yield* Effect.fork(memory.awaitSent(2))
-        yield* mailer.send(sampleMail({ subject: "one" }))
-        yield* mailer.send(sampleMail({ subject: "two" }))
+        yield* sendOne(mailer, sampleMail({ subject: "one" }))
+        yield* sendOne(mailer, sampleMail({ subject: "two" }))
         const sent = yield* Fiber.join(waiting)
         assert.deepStrictEqual(
           sent.map((m) => m.subject),
@@ -407,7 +407,7 @@ describe("MemoryMailer", () => {
 
   it.effect("each build of the layer starts empty", () =>
     Effect.gen(function*() {
-      yield* withMemory(Effect.flatMap(Mailer, (m) => m.send(sampleMail())))
+      yield* withMemory(Effect.flatMap(Mailer, (m) => sendOne(m, sampleMail())))
       const sent = yield* withMemory(Effect.flatMap(MemoryMailer, (m) => m.sent))
       assert.deepStrictEqual(sent, [])
     }))

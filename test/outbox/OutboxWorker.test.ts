@@ -416,10 +416,12 @@ describe("OutboxWorker with several workers on one database", () => {
       const slowMailer = Layer.succeed(
         Mailer,
         Mailer.of({
-          send: (mail) =>
-            Effect.sleep(Duration.seconds(20)).pipe(
-              Effect.zipRight(Ref.update(delivered, (all) => [...all, mail.to.address]))
-            )
+          sendAll: (mails, report) =>
+            Effect.forEach(mails, (mail, index) =>
+              Effect.sleep(Duration.seconds(20)).pipe(
+                Effect.zipRight(Ref.update(delivered, (all) => [...all, mail.to.address])),
+                Effect.zipRight(Effect.sync(() => report({ index })))
+              ), { concurrency: "unbounded", discard: true })
         })
       )
       const shared = yield* Layer.build(Layer.mergeAll(tempSqliteStore(), slowMailer, CryptoTokens, site))

@@ -6,6 +6,7 @@ import { join } from "node:path"
 import { DeliveryThread, layer } from "../../adapters/thread/DeliveryThread.ts"
 import { note, openForNotes, openReceiptFile } from "../../adapters/thread/ReceiptFile.ts"
 import type { EventId } from "../../core/webhooks/Webhooks.ts"
+import { sendOne } from "../mail/Mailer.contract.ts"
 
 // The main thread's side of the delivery thread, against a stand-in module that speaks its messages
 // (echo-worker.mjs): outcomes come back to the send that asked, a thread that dies fails what it held as
@@ -23,8 +24,8 @@ describe("DeliveryThread", () => {
       const { mailer, webhookSender } = yield* DeliveryThread
       const outcomes = yield* Effect.all([
         Effect.either(webhookSender.send(request("http://127.0.0.1:9/ok"))),
-        Effect.either(mailer.send(mail("ann@example.com"))),
-        Effect.either(mailer.send(mail("refused@example.com")))
+        Effect.either(sendOne(mailer, mail("ann@example.com"))),
+        Effect.either(sendOne(mailer, mail("refused@example.com")))
       ], { concurrency: "unbounded" })
       assert.isTrue(Either.isRight(outcomes[0]))
       assert.isTrue(Either.isRight(outcomes[1]))
@@ -43,7 +44,7 @@ describe("DeliveryThread", () => {
       assert.match(Either.isLeft(died) ? died.left.reason : "", /the delivery thread stopped/)
       const first = yield* Fiber.join(held)
       assert.match(Either.isLeft(first) ? first.left.reason : "", /the delivery thread stopped/)
-      const again = yield* Effect.either(mailer.send(mail("ann@example.com")))
+      const again = yield* Effect.either(sendOne(mailer, mail("ann@example.com")))
       assert.isTrue(Either.isRight(again))
     }).pipe(Effect.provide(thread())))
 

@@ -9,7 +9,7 @@ import { Email } from "../../../core/shared/Email.ts"
 import { SiteSettings } from "../../../core/shared/SiteSettings.ts"
 import { Tokens } from "../../../core/shared/Tokens.ts"
 import { DefaultFeed } from "../../../core/subscriptions/Feed.ts"
-import { type Mail, Mailer } from "../../../core/subscriptions/Mailer.ts"
+import { type Mail, Mailer, type MailOutcome } from "../../../core/subscriptions/Mailer.ts"
 import { OutboxWorker } from "../../../core/subscriptions/OutboxWorker.ts"
 import { SubscriberName } from "../../../core/subscriptions/Subscription.ts"
 import { SubscribeRequest, Subscriptions } from "../../../core/subscriptions/Subscriptions.ts"
@@ -73,16 +73,18 @@ describe("Subscriptions over the in-memory store", () => {
         fc.asyncProperty(fc.scheduler(), fc.array(op, { minLength: 1, maxLength: 25 }), async (s, ops) => {
           const sent: Array<Sent> = []
           const recording = Layer.succeed(Mailer, {
-            send: (mail: Mail) =>
-              Effect.map(DateTime.now, (now) => {
-                sent.push({
-                  mail,
-                  at: DateTime.toEpochMillis(now),
-                  confirm: tokenIn(mail.text, "/subscribe/confirm"),
-                  unsubscribe: tokenIn(mail.text, "/unsubscribe")
-                })
-              })
-          } as any)
+            sendAll: (mails: ReadonlyArray<Mail>, report: (outcome: MailOutcome) => void) =>
+              Effect.map(DateTime.now, (now) =>
+                mails.forEach((mail, index) => {
+                  sent.push({
+                    mail,
+                    at: DateTime.toEpochMillis(now),
+                    confirm: tokenIn(mail.text, "/subscribe/confirm"),
+                    unsubscribe: tokenIn(mail.text, "/unsubscribe")
+                  })
+                  report({ index })
+                }))
+          })
           const turn = Effect.promise(() => s.schedule(Promise.resolve()))
           const program = Effect.gen(function*() {
             const subscriptions = yield* Subscriptions
