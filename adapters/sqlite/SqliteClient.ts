@@ -42,6 +42,10 @@ const pragmas = (busyTimeoutMs: number) => [
   "PRAGMA journal_mode = WAL",
   "PRAGMA synchronous = FULL",
   "PRAGMA foreign_keys = ON",
+  // The journals of the group commit's savepoints (and of statements inside them) in memory: as temporary files
+  // they cost about ten writes per mail once a group's savepoint outgrew SQLite's 64 KiB before spilling, and a
+  // file made and removed per group (docs/decisions/0041).
+  "PRAGMA temp_store = MEMORY",
   `PRAGMA busy_timeout = ${busyTimeoutMs}`
 ]
 
