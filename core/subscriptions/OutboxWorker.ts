@@ -74,18 +74,19 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
       Effect.gen(function*() {
         if (due.length === 0) return []
         const now = yield* DateTime.now
-        const issued = yield* Effect.forEach(
-          due,
-          () =>
-            Effect.map(Effect.all([tokens.issue, tokens.issue]), ([confirm, unsubscribe]) => ({
-              confirm,
-              unsubscribe,
-              hashes: {
-                confirm: { hash: tokens.hash(confirm), expiresAt: DateTime.addDuration(now, ConfirmTokenTtl) },
-                unsubscribe: { hash: tokens.hash(unsubscribe) }
-              }
-            }))
-        )
+        const secrets = yield* tokens.issueMany(due.length * 2)
+        const issued = due.map((_, i) => {
+          const confirm = secrets[2 * i]!
+          const unsubscribe = secrets[2 * i + 1]!
+          return {
+            confirm,
+            unsubscribe,
+            hashes: {
+              confirm: { hash: tokens.hash(confirm), expiresAt: DateTime.addDuration(now, ConfirmTokenTtl) },
+              unsubscribe: { hash: tokens.hash(unsubscribe) }
+            }
+          }
+        })
         const prepared = yield* store.prepareConfirmations(
           due.map((entry, i) => ({ entry, tokens: issued[i]!.hashes })),
           now

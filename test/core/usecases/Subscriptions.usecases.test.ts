@@ -49,8 +49,10 @@ const countingTokens = Layer.effect(
   Tokens,
   Effect.sync(() => {
     let n = 0
+    const issue = () => Token.make(String(++n).padStart(43, "t"))
     return {
-      issue: Effect.sync(() => Token.make(String(++n).padStart(43, "t"))),
+      issue: Effect.sync(issue),
+      issueMany: (count: number) => Effect.sync(() => Array.from({ length: count }, issue)),
       hash: (secret: string) => TokenHash.make(`h-${secret}`)
     }
   })
