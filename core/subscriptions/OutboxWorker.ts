@@ -166,9 +166,11 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
           : undefined
         yield* Ref.set(destination, failure ?? {})
         // Each failed row in its own transaction (rare: the server is mostly up or down); the sent ones are marked.
-        yield* Effect.forEach(due, (entry, i) => {
+        const failed = due.flatMap((entry, i) => {
           const outcome = outcomes[i]!
-          if (outcome === "sent") return Effect.void
+          return outcome === "sent" ? [] : [{ entry, outcome }]
+        })
+        yield* Effect.forEach(failed, ({ entry, outcome }) => {
           const attempts = entry.attempts + 1
           const giveUp = outcome.permanent || attempts >= RetryPolicy.maxAttempts
           // A row that failed while the server worked is retried with the next pass; otherwise with the server.
