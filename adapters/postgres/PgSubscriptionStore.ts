@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Effect, Layer } from "effect"
+import { type DateTime, Effect, Layer } from "effect"
 import { SubscriptionStorage, type SubscriptionTx } from "../../core/subscriptions/SubscriptionStorage.ts"
 import { liveEndpointOf, pgEventValues, pgInsertEvent, pgLiveEndpoints } from "../sql/EventRows.ts"
 import {
@@ -101,6 +101,18 @@ const insertTokens = statement(
   `INSERT INTO subscription_tokens (hash, subscription_id, purpose, created_at, expires_at)
    SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::timestamptz[], $5::timestamptz[])`
 )
+// The combined insertPendingTokens: the mails' subscriptions, and the tokens of those still pending.
+const insertPendingTokens = statement(
+  "insert_pending_tokens",
+  `WITH found AS (SELECT ${SubscriptionColumns} FROM subscriptions WHERE id = ANY($6::bigint[])),
+   t AS (
+     INSERT INTO subscription_tokens (hash, subscription_id, purpose, created_at, expires_at)
+     SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::timestamptz[], $5::timestamptz[])
+       AS t (hash, subscription_id, purpose, created_at, expires_at)
+     WHERE t.subscription_id IN (SELECT id FROM found WHERE status = 'pending')
+   )
+   SELECT ${SubscriptionColumns} FROM found`
+)
 const liveEndpoints = statement("live_endpoints", pgLiveEndpoints)
 const insertEvent = statement("insert_event", pgInsertEvent)
 // A batch of due rows claimed and leased in one statement: rows another instance holds are skipped.
@@ -129,6 +141,23 @@ const purge = statement(
      SELECT id FROM subscriptions WHERE status = $1 AND updated_at < $2 ORDER BY updated_at LIMIT $3
      FOR UPDATE SKIP LOCKED) RETURNING id`
 )
+
+// Both tokens of every mail as the columns of insert_tokens.
+const tokenColumns = (mails: Parameters<SubscriptionTx["insertTokens"]>[0], now: DateTime.Utc) => {
+  const columns: [Array<string>, Array<number>, Array<string>, Array<Date>, Array<Date | null>] = [[], [], [], [], []]
+  const add = (hash: string, id: number, purpose: string, expiresAt: Date | null) => {
+    columns[0].push(hash)
+    columns[1].push(id)
+    columns[2].push(purpose)
+    columns[3].push(ms(now))
+    columns[4].push(expiresAt)
+  }
+  for (const { subscriptionId: id, tokens } of mails) {
+    add(tokens.confirm.hash, id, "confirm", ms(tokens.confirm.expiresAt))
+    add(tokens.unsubscribe.hash, id, "unsubscribe", null)
+  }
+  return columns
+}
 
 const statements: Statements<SubscriptionTx> = {
   liveEndpoints: (query, owner) => Effect.map(query(liveEndpoints, [owner]), (rows) => rows.map(liveEndpointOf)),
@@ -163,21 +192,7 @@ const statements: Statements<SubscriptionTx> = {
   voidFeedConfirmations: (query, feed, now) => Effect.asVoid(query(voidFeedConfirmations, [feed, ms(now)])),
   subscriptions: (query, ids) => Effect.map(query(subscriptionsById, [ids]), (rows) => rows.map(subscriptionOf)),
   // Both tokens of every mail as columns, unnested: one statement for a batch.
-  insertTokens: (query, mails, now) => {
-    const columns: [Array<string>, Array<number>, Array<string>, Array<Date>, Array<Date | null>] = [[], [], [], [], []]
-    const add = (hash: string, id: number, purpose: string, expiresAt: Date | null) => {
-      columns[0].push(hash)
-      columns[1].push(id)
-      columns[2].push(purpose)
-      columns[3].push(ms(now))
-      columns[4].push(expiresAt)
-    }
-    for (const { subscriptionId: id, tokens } of mails) {
-      add(tokens.confirm.hash, id, "confirm", ms(tokens.confirm.expiresAt))
-      add(tokens.unsubscribe.hash, id, "unsubscribe", null)
-    }
-    return Effect.asVoid(query(insertTokens, columns))
-  }
+  insertTokens: (query, mails, now) => Effect.asVoid(query(insertTokens, tokenColumns(mails, now)))
 }
 
 export const make = Effect.gen(function*() {
@@ -189,6 +204,11 @@ export const make = Effect.gen(function*() {
       insertSubscriptionAndQueue: (s) =>
         direct.query(insertSubscriptionAndQueue, [s.email, s.emailKey, s.name, s.feed, s.status, ms(s.now)]).pipe(
           Effect.map((rows) => first(rows, subscriptionOf)),
+          Effect.orDie
+        ),
+      insertPendingTokens: (mails, now) =>
+        direct.query(insertPendingTokens, [...tokenColumns(mails, now), mails.map((m) => m.subscriptionId)]).pipe(
+          Effect.map((rows) => rows.map(subscriptionOf)),
           Effect.orDie
         )
     },

@@ -79,6 +79,12 @@ export interface SubscriptionTx extends EventTx {
 export interface CombinedSubscriptionOperations {
   // insertSubscription, then queueConfirmation (due at the subscription's `now`) if it inserted.
   readonly insertSubscriptionAndQueue: (subscription: NewSubscription) => Effect.Effect<Option.Option<Subscription>>
+  // subscriptions(the mails' ids), then insertTokens for the mails whose subscription is pending; answers the
+  // subscriptions found, as `subscriptions` does.
+  readonly insertPendingTokens?: (
+    mails: ReadonlyArray<{ readonly subscriptionId: SubscriptionId; readonly tokens: IssuedTokens }>,
+    now: DateTime.Utc
+  ) => Effect.Effect<ReadonlyArray<Subscription>>
 }
 
 export interface SubscriptionStorageShape extends SubscriptionTx {

@@ -114,21 +114,33 @@ const newSubscription = (
   { email, feed, name, now }: Parameters<SubscriptionStoreShape["subscribe"]>[0]
 ): NewSubscription => ({ email, emailKey: normalizeEmail(email), name, feed, status: fresh.status, now })
 
+// The subscriptions found that still await their confirmation mail, by id.
+const pendingOf = (found: ReadonlyArray<Subscription>) =>
+  new Map(found.filter((s) => s.status === "pending").map((s) => [s.id, s] as const))
+
 // The combined operations as core runs them on a database that has none: the same operations, in one
 // transaction.
-const composed = (storage: SubscriptionStorageShape): CombinedSubscriptionOperations => ({
+const composed = (storage: SubscriptionStorageShape): Required<CombinedSubscriptionOperations> => ({
   insertSubscriptionAndQueue: (subscription) =>
     storage.transact((tx) =>
       Effect.tap(
         tx.insertSubscription(subscription),
         (inserted) => Option.isSome(inserted) ? tx.queueConfirmation(inserted.value.id, subscription.now) : Effect.void
       )
+    ),
+  insertPendingTokens: (mails, now) =>
+    storage.transact((tx) =>
+      Effect.tap(tx.subscriptions(mails.map((m) => m.subscriptionId)), (found) => {
+        const pending = pendingOf(found)
+        const due = mails.filter((m) => pending.has(m.subscriptionId))
+        return due.length === 0 ? Effect.void : tx.insertTokens(due, now)
+      })
     )
 })
 
 export const make = Effect.gen(function*() {
   const storage = yield* SubscriptionStorage
-  const combined = storage.combined ?? composed(storage)
+  const { insertPendingTokens, insertSubscriptionAndQueue } = { ...composed(storage), ...storage.combined }
   const views = yield* EventViews
 
   // Insert first: the unique (email key, feed) pair decides whether the address is new. A subscription that
@@ -215,7 +227,7 @@ export const make = Effect.gen(function*() {
     subscribe: (request) =>
       Effect.gen(function*() {
         if (fresh.queueConfirmation) {
-          const inserted = yield* combined.insertSubscriptionAndQueue(newSubscription(request))
+          const inserted = yield* insertSubscriptionAndQueue(newSubscription(request))
           if (Option.isSome(inserted)) return { subscription: inserted.value, queued: true }
         }
         return yield* storage.transact((tx) => subscribeIn(tx, request))
@@ -237,20 +249,15 @@ export const make = Effect.gen(function*() {
     purgePending: (before, limit) => storage.purge("pending", before, limit),
     // Tokens are stored only for the subscriptions still pending: a confirmed or unsubscribed one gets no mail.
     prepareConfirmations: (batch, now) =>
-      batch.length === 0 ? Effect.succeed([]) : storage.transact((tx) =>
-        Effect.gen(function*() {
-          const found = yield* tx.subscriptions(batch.map(({ entry }) => entry.subscriptionId))
-          const pending = new Map<number, Subscription>()
-          for (const s of found) if (s.status === "pending") pending.set(s.id, s)
-          const mails = batch.filter(({ entry }) => pending.has(entry.subscriptionId))
-          if (mails.length > 0) {
-            yield* tx.insertTokens(
-              mails.map(({ entry, tokens }) => ({ subscriptionId: entry.subscriptionId, tokens })),
-              now
-            )
-          }
+      Effect.map(
+        batch.length === 0 ? Effect.succeed([]) : insertPendingTokens(
+          batch.map(({ entry, tokens }) => ({ subscriptionId: entry.subscriptionId, tokens })),
+          now
+        ),
+        (found) => {
+          const pending = pendingOf(found)
           return batch.map(({ entry }) => Option.fromNullable(pending.get(entry.subscriptionId)))
-        })
+        }
       ),
     markSentAll: (ids, now) => ids.length === 0 ? Effect.void : storage.markSentAll(ids, now)
   })
