@@ -1,6 +1,6 @@
 // The confirmation mail as one RFC 5322 message (multipart/alternative: text, then HTML), built as a string and
-// handed to nodemailer as `raw`. nodemailer's own composer builds a tree of MIME nodes and streams per mail,
-// which cost more CPU than the signup that caused the mail (docs/decisions/0032); this
+// handed to nodemailer's pool as it is (SmtpMailer.ts). nodemailer's own composer builds a tree of MIME nodes and
+// streams per mail, which cost more CPU than the signup that caused the mail (docs/decisions/0032, 0041); this
 // builds the same structure with nodemailer's own encoders for the parts that need encoding.
 import { encodeWords } from "nodemailer/lib/mime-funcs"
 import { encode as quotedPrintable, wrap } from "nodemailer/lib/qp"

@@ -105,8 +105,8 @@ export const describeFailure = (err: unknown): { readonly reason: string; readon
 // A composed message as nodemailer's pool takes a mail from nodemailer's own Mail pipeline: its envelope, its
 // Message-ID and the message as a stream, each time the pool asks (a message requeued after its connection closed
 // is read again). Handed to the pool's transport directly, a mail skips that pipeline (plugins, normalization, the
-// MIME composer), which turned a raw message into a tree node and streamed it through five more streams: about
-// half of a send's CPU (docs/decisions/0041). The pool, its connections and the SMTP conversation stay nodemailer's.
+// MIME composer), which turned a raw message into a tree node and streamed it through five more streams
+// (docs/decisions/0041). The pool, its connections and the SMTP conversation stay nodemailer's.
 const pooled = (
   envelope: { readonly from: string; readonly to: ReadonlyArray<string> },
   message: { readonly raw: string; readonly messageId: string },
@@ -136,8 +136,8 @@ export interface SmtpSender {
 
 // The sends without Effect: nodemailer's pool, one callback and one timer per mail. The delivery thread calls
 // this for each of its jobs (adapters/thread/DeliveryWorker.ts), and the layer below wraps it. Run through Effect
-// for each mail (a fiber, tryPromise with an AbortSignal, timeoutFail, a span) a send cost about 270 µs more CPU
-// (bench/README.md, "Mail at saturation"), which the thread paid for every mail.
+// for each mail (a fiber, tryPromise with an AbortSignal, timeoutFail, a span) a send cost more CPU
+// (docs/decisions/0033), which the thread paid for every mail.
 // Throws, with a message that holds no credentials, when the URL or MAIL_FROM is not valid.
 export const makeSender = (options: SmtpMailerOptions): SmtpSender => {
   const url = parseUrl(options.url)

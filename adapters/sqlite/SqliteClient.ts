@@ -42,9 +42,9 @@ const pragmas = (busyTimeoutMs: number) => [
   "PRAGMA journal_mode = WAL",
   "PRAGMA synchronous = FULL",
   "PRAGMA foreign_keys = ON",
-  // The journals of the group commit's savepoints (and of statements inside them) in memory: as temporary files
-  // they cost about ten writes per mail once a group's savepoint outgrew SQLite's 64 KiB before spilling, and a
-  // file made and removed per group (docs/decisions/0041).
+  // The journals of the group commit's savepoints (and of statements inside them) in memory: as temporary files,
+  // once a group's changes outgrow what SQLite keeps in memory before spilling, they cost writes and a file made
+  // and removed per group (docs/decisions/0041).
   "PRAGMA temp_store = MEMORY",
   `PRAGMA busy_timeout = ${busyTimeoutMs}`
 ]
