@@ -88,9 +88,9 @@ export const eventStatements = (sql: SqlClient) => ({
   insertEvent: (e: NewEvent, endpoints: ReadonlyArray<EndpointId>) => {
     const at = ms(e.createdAt)
     const deliveries = endpoints.map((id) => ({ event_id: e.id, endpoint_id: id, created_at: at, next_attempt_at: at }))
-    return transactionOn(sql)(Effect.asVoid(Effect.zipRight(
-      sql.unsafe(insertEvent, [e.id, e.type, e.owner, at, e.body]),
-      deliveries.length === 0 ? Effect.void : sql`INSERT INTO webhook_deliveries ${sql.insert(deliveries)}`
-    )))
+    return transactionOn(sql)(Effect.gen(function*() {
+      yield* sql.unsafe(insertEvent, [e.id, e.type, e.owner, at, e.body])
+      if (deliveries.length > 0) yield* sql`INSERT INTO webhook_deliveries ${sql.insert(deliveries)}`
+    }))
   }
 })
