@@ -4,7 +4,7 @@ import { Worker } from "node:worker_threads"
 import { MailDeliveryFailed } from "../../core/subscriptions/Errors.ts"
 import { type Mail, Mailer } from "../../core/subscriptions/Mailer.ts"
 import { MailReceipts, type MailReceiptsShape } from "../../core/subscriptions/MailReceipts.ts"
-import { DeliveryFailed, type SignedRequest, WebhookSender } from "../../core/webhooks/Webhooks.ts"
+import { type SignedRequest, WebhookSender } from "../../core/webhooks/Webhooks.ts"
 import { make as makeHttpWebhookSender, type WebhookSenderOptions } from "../webhook/HttpWebhookSender.ts"
 import { openReceiptFile } from "./ReceiptFile.ts"
 
@@ -35,10 +35,12 @@ export interface DeliveryThreadOptions extends WorkerSetup {
 }
 export type Job =
   | { readonly n: number; readonly kind: "mail"; readonly mail: Mail; readonly slot?: number | undefined }
-  | { readonly n: number; readonly kind: "webhook"; readonly request: SignedRequest }
+  | { readonly n: number; readonly kind: "webhooks"; readonly requests: ReadonlyArray<SignedRequest> }
 export type Reply =
   | { readonly n: number; readonly ok: true }
   | { readonly n: number; readonly ok: false; readonly reason: string; readonly permanent: boolean }
+  // A webhook round's: why each request failed, in order (undefined for a 2xx).
+  | { readonly n: number; readonly ok: true; readonly reasons: ReadonlyArray<string | undefined> }
 export type Status = { readonly ready: true } | { readonly ready: false; readonly error: string }
 // Jobs and replies travel in arrays (a batch per message); the status is the thread's first message.
 
@@ -187,9 +189,10 @@ const make = (options: DeliveryThreadOptions) =>
     const webhookSender = WebhookSender.of({
       // Registration's check stays here: it answers a request.
       check: local.check,
-      send: (request) =>
-        Effect.flatMap(run((n) => ({ n, kind: "webhook", request })), (reply) =>
-          reply.ok ? Effect.void : Effect.fail(new DeliveryFailed({ reason: reply.reason })))
+      // A round is one job, answered once: the thread sends its requests at once.
+      send: (requests) =>
+        Effect.map(run((n) => ({ n, kind: "webhooks", requests })), (reply) =>
+          "reasons" in reply ? reply.reasons : requests.map(() => reply.ok ? undefined : reply.reason))
     })
     return { mailer, webhookSender, receipts } as const
   })

@@ -54,10 +54,8 @@ const threadFailed = (n: number): Reply => ({ n, ok: false, reason: "the deliver
 smtp.then(
   (mailer) => {
     const send = (job: Job): Promise<Reply> => {
-      if (job.kind === "webhook") {
-        return webhooks.send(job.request).then((reason) =>
-          outcome(job.n, reason === undefined ? undefined : { reason, permanent: false })
-        )
+      if (job.kind === "webhooks") {
+        return webhooks.send(job.requests).then((reasons) => ({ n: job.n, ok: true, reasons }))
       }
       if (mailer === undefined) {
         return Promise.resolve(outcome(job.n, { reason: "this thread sends no mail", permanent: false }))

@@ -2,24 +2,17 @@ import { Effect, Layer } from "effect"
 import { createHmac } from "node:crypto"
 import { lookup as lookupCallback } from "node:dns"
 import { lookup } from "node:dns/promises"
-import { Agent as HttpAgent, request as httpRequest } from "node:http"
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
 import { isIP, type LookupFunction } from "node:net"
-import {
-  DeliveryFailed,
-  SecretPrefix,
-  type SignedRequest,
-  UrlRefused,
-  WebhookSender
-} from "../../core/webhooks/Webhooks.ts"
+import { SecretPrefix, type SignedRequest, UrlRefused, WebhookSender } from "../../core/webhooks/Webhooks.ts"
+import { makePostClient } from "./PostClient.ts"
 import { hostOf, isLocalName, isPublicAddress } from "./PublicAddress.ts"
 
-// Webhooks over node:http(s), signed as Standard Webhooks says (webhook-id, webhook-timestamp, webhook-signature
-// "v1,<base64 HMAC-SHA256 of id.timestamp.body>" keyed by the secret's bytes). Redirects are not followed (a
-// redirect could point inside the network), and the name is resolved and checked before every attempt, so a
-// name that later resolves to a private address is refused at delivery too. The connection itself resolves the
-// name through the same check (guardedLookup), so a name flipping between the check and the connection (DNS
-// rebinding) is refused as well.
+// Webhooks over HTTP(S) (PostClient.ts: kept-alive connections, a pool per origin), signed as Standard Webhooks
+// says (webhook-id, webhook-timestamp, webhook-signature "v1,<base64 HMAC-SHA256 of id.timestamp.body>" keyed by
+// the secret's bytes). Redirects are not followed (a redirect could point inside the network), and the name is
+// resolved and checked before every round of attempts, so a name that later resolves to a private address is
+// refused at delivery too. A new connection resolves the name through the same check (guardedLookup), so a name
+// flipping between the check and the connection (DNS rebinding) is refused as well.
 export interface WebhookSenderOptions {
   readonly allowHttp: boolean
   readonly allowPrivate: boolean
@@ -55,19 +48,18 @@ const causeOf = (e: unknown): string => {
   return typeof code === "string" ? code : "network error"
 }
 
-// Connections are kept alive between deliveries (one endpoint gets many): a TLS handshake per event would
-// cost more than the event.
-const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 64 })
-const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 64 })
-
 // The checks and sends without Effect: the delivery thread calls these for each of its jobs
 // (adapters/thread/DeliveryWorker.ts), and the layer below wraps them, as SmtpMailer's makeSender does for mail.
 export interface WebhookDelivery {
   // Why the URL is refused, or undefined.
   readonly refusal: (raw: string) => Promise<string | undefined>
-  // Why the delivery failed, or undefined for a 2xx. Never rejects; an aborted `signal` abandons the request and
+  // Sends the requests at once (a round of one endpoint's deliveries): why each failed, in order, or undefined
+  // for a 2xx. Each URL is checked and resolved once per round. Never rejects; an aborted `signal` abandons the requests and
   // leaves the promise pending.
-  readonly send: (request: SignedRequest, signal?: AbortSignal) => Promise<string | undefined>
+  readonly send: (
+    requests: ReadonlyArray<SignedRequest>,
+    signal?: AbortSignal
+  ) => Promise<ReadonlyArray<string | undefined>>
 }
 
 export const makeDelivery = (options: WebhookSenderOptions): WebhookDelivery => {
@@ -95,59 +87,46 @@ export const makeDelivery = (options: WebhookSenderOptions): WebhookDelivery => 
     return addresses.some(isPrivateAddress) ? privateRefusal : undefined
   }
 
-  const post = (request: SignedRequest, signal?: AbortSignal) =>
-    new Promise<string | undefined>((resolve) => {
-      const url = new URL(request.url)
-      // node:net skips the `lookup` option for an IP literal, so the literal is checked here, just before connecting.
-      const host = hostOf(url)
-      if (!allowPrivate && (isLocalName(host) || (isIP(host) !== 0 && isPrivateAddress(host)))) {
-        return resolve(`refused: ${privateRefusal}`)
-      }
-      const body = Buffer.from(request.body)
-      const options = {
-        method: "POST",
-        agent: url.protocol === "https:" ? httpsAgent : httpAgent,
-        ...(allowPrivate ? {} : { lookup: guardedLookup }),
-        headers: {
-          "content-type": "application/json",
-          "content-length": String(body.length),
-          "user-agent": "paysub-webhooks/1",
-          "webhook-id": request.id,
-          "webhook-timestamp": String(request.timestamp),
-          "webhook-signature": `v1,${sign(request.secret, request.id, request.timestamp, request.body)}`
-        }
-      }
-      const finish = (reason: string | undefined) => {
-        clearTimeout(timer)
-        resolve(reason)
-      }
-      // Redirects are not followed: a 3xx is an answer like any other non-2xx.
-      const req = (url.protocol === "https:" ? httpsRequest : httpRequest)(url, options, (response) => {
-        response.resume()
-        response.on("end", () => {
-          const status = response.statusCode ?? 0
-          finish(status >= 200 && status < 300 ? undefined : `HTTP ${status}`)
-        })
-        response.on("error", (e) => finish(causeOf(e)))
-      })
-      const timer = setTimeout(() => {
-        finish(`no answer within ${timeoutMs / 1000} s`)
-        req.destroy()
-      }, timeoutMs)
-      req.on("error", (e) => finish(causeOf(e)))
-      signal?.addEventListener("abort", () => {
-        clearTimeout(timer)
-        req.destroy()
-      }, { once: true })
-      req.end(body)
-    })
+  const client = makePostClient({ timeoutMs, lookup: allowPrivate ? undefined : guardedLookup })
+  // A round's URL, checked: the URL to post to, or why nothing is posted there. node:net skips the `lookup`
+  // option for an IP literal, so a literal is checked here as well, just before connecting.
+  const target = async (raw: string): Promise<URL | string> => {
+    const refused = await refusal(raw)
+    if (refused !== undefined) return `refused: ${refused}`
+    const url = new URL(raw)
+    const host = hostOf(url)
+    const literal = !allowPrivate && (isLocalName(host) || (isIP(host) !== 0 && isPrivateAddress(host)))
+    return literal ? `refused: ${privateRefusal}` : url
+  }
+  // Redirects are not followed: a 3xx is an answer like any other non-2xx.
+  const post = (request: SignedRequest, url: URL, signal?: AbortSignal): Promise<string | undefined> => {
+    const signature = sign(request.secret, request.id, request.timestamp, request.body)
+    const headers = "content-type: application/json\r\nuser-agent: paysub-webhooks/1\r\n" +
+      `webhook-id: ${request.id}\r\nwebhook-timestamp: ${request.timestamp}\r\nwebhook-signature: v1,${signature}\r\n`
+    return client.post(url, headers, request.body, signal).then((outcome) =>
+      "error" in outcome
+        ? outcome.error
+        : outcome.status >= 200 && outcome.status < 300
+        ? undefined
+        : `HTTP ${outcome.status}`
+    )
+  }
 
   return {
     refusal,
-    // A throw of node:http's (say, a header it will not send) fails the delivery like a network error.
-    send: (request, signal) =>
-      refusal(request.url).then((refused) => refused === undefined ? post(request, signal) : `refused: ${refused}`)
-        .catch(causeOf)
+    // A throw fails the round's deliveries like a network error.
+    send: async (requests, signal) => {
+      const urls = [...new Set(requests.map((r) => r.url))]
+      try {
+        const targets = new Map(await Promise.all(urls.map(async (raw) => [raw, await target(raw)] as const)))
+        return await Promise.all(requests.map((request) => {
+          const url = targets.get(request.url)!
+          return typeof url === "string" ? url : post(request, url, signal)
+        }))
+      } catch (e) {
+        return requests.map(() => causeOf(e))
+      }
+    }
   }
 }
 
@@ -159,11 +138,9 @@ export const make = (options: WebhookSenderOptions) => {
         Effect.promise(() => delivery.refusal(raw)),
         (reason) => reason === undefined ? Effect.void : Effect.fail(new UrlRefused({ reason }))
       ),
-    send: (request) =>
-      Effect.async<void, DeliveryFailed>((resume, signal) => {
-        delivery.send(request, signal).then((reason) =>
-          resume(reason === undefined ? Effect.void : Effect.fail(new DeliveryFailed({ reason })))
-        )
+    send: (requests) =>
+      Effect.async<ReadonlyArray<string | undefined>>((resume, signal) => {
+        delivery.send(requests, signal).then((reasons) => resume(Effect.succeed(reasons)))
       })
   })
 }

@@ -1,14 +1,21 @@
 import { DateTime, Duration, Effect, FiberSet, Option, Queue, Random, Schedule } from "effect"
 import { afterFailure, attemptsAllowed, type DestinationFailure } from "../shared/DestinationBackoff.ts"
 import { makeStorageBackoff } from "../shared/StorageBackoff.ts"
-import { type Delivery, disabledReason, type EndpointId, WebhookSender, WebhookStore } from "./Webhooks.ts"
+import {
+  type Delivery,
+  disabledReason,
+  type EndpointId,
+  type EndpointTarget,
+  WebhookSender,
+  WebhookStore
+} from "./Webhooks.ts"
 
 // Deliveries are leased like the mail outbox's rows: a process that dies while sending leaves them due again
 // once the lease ends (so a delivery may arrive twice, with the same webhook-id: at-least-once). The lease
 // outlasts one attempt, which the sender bounds at 10 s.
 export const DeliveryLease = Duration.seconds(60)
 // Attempts in flight per endpoint; each endpoint has its own lane, so a slow one holds up no other. A lane
-// claims a batch of several times that, so that claiming and marking cost a few statements per batch.
+// claims a batch of several times that, so that claiming costs a few statements per batch.
 export const PerEndpoint = 16
 const Batch = 64
 // Passes of one lane at once: while one waits for its claim or its marks to commit, another sends. The claim's
@@ -25,9 +32,11 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
     const running = new Set<EndpointId>()
 
     // A lane's passes share its endpoint's PerEndpoint slots, so that at most that many attempts are in flight
-    // however many passes run. An attempt that fails while none of the lane's attempts succeeded marks the
-    // endpoint failing at once (a hung endpoint within one attempt's time-out, not after the batch); the lane's
-    // attempts not started yet are then not started, and wait for the endpoint's probe with the failed ones.
+    // however many passes run. A pass sends its claim in rounds of up to PerEndpoint attempts, handed to the
+    // sender together, and marks each round's successes in one statement. A round in which nothing succeeded
+    // while none of the lane's other attempts did either marks the endpoint failing at once (a hung endpoint
+    // within one attempt's time-out, not after the batch); the lane's rounds not started yet are then not
+    // started, and wait for the endpoint's probe with the failed ones.
     interface Lane {
       readonly slots: Effect.Semaphore
       successes: number
@@ -36,7 +45,7 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
     // Read through a function: the field changes while a pass waits, which narrowing cannot know.
     const failureOf = (lane: Lane): DestinationFailure | undefined => lane.failure
     const newLane = Effect.map(Effect.makeSemaphore(PerEndpoint), (slots): Lane => ({ slots, successes: 0 }))
-    type Result = "sent" | "skipped" | { readonly reason: string }
+    const EndpointFailing = "endpoint failing"
 
     const markFailing = (lane: Lane, endpoint: EndpointId, failingSince: DateTime.Utc | undefined, reason: string) =>
       Effect.gen(function*() {
@@ -51,37 +60,39 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
         yield* Effect.logWarning("webhook endpoint failing", { endpoint, reason, disabled: failure.giveUp })
       })
 
-    const attempt = (
+    // One round: why each of `deliveries` failed (undefined: sent and marked delivered), or EndpointFailing for
+    // each when the endpoint failed before the round started.
+    const round = (
       lane: Lane,
       endpoint: EndpointId,
-      target: { readonly url: string; readonly secret: string; readonly failingSince: DateTime.Utc | undefined },
-      delivery: Delivery
-    ): Effect.Effect<Result> =>
-      lane.slots.withPermits(1)(Effect.suspend(() => {
-        if (lane.failure !== undefined) return Effect.succeed("skipped" as const)
+      target: EndpointTarget,
+      deliveries: ReadonlyArray<Delivery>
+    ): Effect.Effect<ReadonlyArray<string | undefined>> =>
+      lane.slots.withPermits(deliveries.length)(Effect.suspend(() => {
+        if (lane.failure !== undefined) return Effect.succeed(deliveries.map(() => EndpointFailing))
         const successesBefore = lane.successes
-        return Effect.flatMap(DateTime.now, (now) =>
-          sender.send({
+        return Effect.flatMap(DateTime.now, (now) => {
+          const timestamp = Math.floor(DateTime.toEpochMillis(now) / 1000)
+          return sender.send(deliveries.map((d) => ({
             url: target.url,
             secret: target.secret,
-            id: delivery.eventId,
-            timestamp: Math.floor(DateTime.toEpochMillis(now) / 1000),
-            body: delivery.body
-          })).pipe(
-            // Marked delivered as soon as the receiver accepted it (the SQLite group commit joins these small
-            // transactions), so a crash re-sends only the attempts in flight.
-            Effect.zipRight(Effect.flatMap(DateTime.now, (at) => store.delivered([delivery.id], at))),
-            Effect.as<Result>("sent"),
-            Effect.tap(() => void lane.successes++),
-            Effect.catchAll((e) =>
-              Effect.as(
-                lane.successes === successesBefore
-                  ? markFailing(lane, endpoint, target.failingSince, e.reason)
-                  : Effect.void,
-                { reason: e.reason }
-              )
-            )
-          )
+            id: d.eventId,
+            timestamp,
+            body: d.body
+          })))
+        }).pipe(Effect.tap((reasons) => {
+          const sent = deliveries.filter((_, i) => reasons[i] === undefined).map((d) => d.id)
+          const failed = reasons.find((r) => r !== undefined)
+          // Marked delivered as soon as the receiver accepted the round (the SQLite group commit joins these
+          // transactions), so a crash re-sends only the rounds in flight.
+          if (sent.length > 0) {
+            lane.successes += sent.length
+            return Effect.flatMap(DateTime.now, (at) => store.delivered(sent, at))
+          }
+          return lane.successes === successesBefore && failed !== undefined
+            ? markFailing(lane, endpoint, target.failingSince, failed)
+            : Effect.void
+        }))
       }))
 
     // One pass of an endpoint's lane: false when it has nothing (more) to do now. Only a pass that `probes` tries
@@ -102,18 +113,21 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
           attemptsAllowed(failing, Batch)
         )
         if (due.length === 0) return false
-        const results = yield* Effect.forEach(due, (d) => attempt(lane, endpoint, target.value, d), {
-          concurrency: attemptsAllowed(failing, PerEndpoint)
-        })
-        const done = yield* DateTime.now
-        if (results.includes("sent") && failingSince !== undefined) yield* store.endpointRecovered(endpoint)
+        const size = attemptsAllowed(failing, PerEndpoint)
+        const rounds = Array.from(
+          { length: Math.ceil(due.length / size) },
+          (_, i) => due.slice(i * size, (i + 1) * size)
+        )
+        const reasons = (yield* Effect.forEach(rounds, (r) => round(lane, endpoint, target.value, r))).flat()
+        if (failingSince !== undefined && reasons.includes(undefined)) yield* store.endpointRecovered(endpoint)
         // A failed delivery is due when its endpoint is tried again: the backlog moves with the endpoint.
-        const nextAttempt = failureOf(lane)?.retryAt ?? done
-        yield* Effect.forEach(results, (r, i) => {
-          if (r === "sent") return Effect.void
-          return store.failed(due[i]!.id, nextAttempt, r === "skipped" ? "endpoint failing" : r.reason)
-        }, { discard: true })
-        return failureOf(lane) === undefined
+        const done = yield* DateTime.now
+        const failure = failureOf(lane)
+        const nextAttempt = failure?.retryAt ?? done
+        const failed = (r: string | undefined, i: number) =>
+          r === undefined ? Effect.void : store.failed(due[i]!.id, nextAttempt, r)
+        yield* Effect.forEach(reasons, failed, { discard: true })
+        return failure === undefined
       })
 
     const passes = (endpoint: EndpointId) =>

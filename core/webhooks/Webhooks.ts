@@ -65,9 +65,6 @@ export interface EndpointTarget {
 }
 
 export class UrlRefused extends Schema.TaggedError<UrlRefused>()("UrlRefused", { reason: Schema.String }) {}
-export class DeliveryFailed extends Schema.TaggedError<DeliveryFailed>()("DeliveryFailed", {
-  reason: Schema.String
-}) {}
 export class EndpointNotFound extends Schema.TaggedError<EndpointNotFound>()("EndpointNotFound", {}) {}
 export class EventNotFound extends Schema.TaggedError<EventNotFound>()("EventNotFound", {}) {}
 
@@ -120,11 +117,12 @@ export interface SignedRequest {
   readonly body: string
 }
 
-// Sends a webhook over HTTP, signed as Standard Webhooks says; 2xx within the time-out succeeds. `check`
+// Sends webhooks over HTTP, signed as Standard Webhooks says; 2xx within the time-out succeeds. `send` starts
+// every request at once and answers when each is done: why each failed, in order (undefined for a 2xx). `check`
 // refuses URLs (and, at delivery, resolved addresses) the configuration does not allow.
 export interface WebhookSenderShape {
   readonly check: (url: string) => Effect.Effect<void, UrlRefused>
-  readonly send: (request: SignedRequest) => Effect.Effect<void, DeliveryFailed>
+  readonly send: (requests: ReadonlyArray<SignedRequest>) => Effect.Effect<ReadonlyArray<string | undefined>>
 }
 export class WebhookSender extends Context.Tag("WebhookSender")<WebhookSender, WebhookSenderShape>() {}
 

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
-import type { AddressInfo, Socket } from "node:net"
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { AppProcess } from "../support/AppProcess.ts"
+import { listening } from "../support/Listening.ts"
 import { firstApiKey, MerchantApi, transferBody, unlimitedEnv } from "../support/Payments.ts"
 import { webhookEnv } from "../support/WebhookReceiver.ts"
 
@@ -10,37 +10,9 @@ import { webhookEnv } from "../support/WebhookReceiver.ts"
 // marked failing within that time-out and a few seconds; a redirect is not followed. (The first events reach a
 // lane one or a few at a time, so the peak here stays far below 16; test/outbox/WebhookWorker.test.ts holds a
 // batch to the 16.)
-interface Hostile {
-  readonly server: Server
-  readonly url: string
-  readonly open: () => number
-  readonly peak: () => number
-  readonly connections: () => number
-}
-
-const listen = async (handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<Hostile> => {
-  const server = createServer(handler)
-  const sockets = new Set<Socket>()
-  let peak = 0
-  let connections = 0
-  server.on("connection", (socket) => {
-    connections++
-    sockets.add(socket)
-    peak = Math.max(peak, sockets.size)
-    socket.on("close", () => sockets.delete(socket))
-  })
-  await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok))
-  return {
-    server,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-    open: () => sockets.size,
-    peak: () => peak,
-    connections: () => connections
-  }
-}
-const close = (h: Hostile) => {
-  h.server.closeAllConnections()
-  return new Promise((ok) => h.server.close(ok))
+const listen = async (handler: (req: IncomingMessage, res: ServerResponse) => void) => {
+  const served = await listening(createServer(handler))
+  return { ...served, url: `${served.origin}/hook` }
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -98,7 +70,7 @@ describe("hostile webhook receivers", () => {
       } finally {
         for (const timer of timers) clearInterval(timer)
         await app.stop()
-        await Promise.all([silent, trickle, target, redirect].map(close))
+        await Promise.all([silent, trickle, target, redirect].map((h) => h.close()))
       }
     },
     90_000

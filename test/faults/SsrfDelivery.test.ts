@@ -26,26 +26,26 @@ describe("webhook delivery to private addresses", () => {
       for (const host of privateHosts) {
         const url = `http://${host}:${port}/hook`
         assert.isDefined(await delivery.refusal(url), url)
-        const outcome = await delivery.send({
+        const [outcome] = await delivery.send([{
           url,
           id: EventId.make("evt_000000000000000000000001"),
           timestamp: 1,
           body: "{}",
           secret: "whsec_AAAA"
-        })
+        }])
         assert.match(outcome ?? "", /^refused: /, url)
       }
       for (const host of publicHosts) assert.isUndefined(await delivery.refusal(`http://${host}/hook`), host)
       assert.strictEqual(connections, 0)
       // The same listener is reached when private addresses are allowed, so the zero above means something.
       const open = makeDelivery({ allowHttp: true, allowPrivate: true, timeoutMs: 2_000 })
-      const reached = await open.send({
+      const [reached] = await open.send([{
         url: `http://[::ffff:127.0.0.1]:${port}/hook`,
         id: EventId.make("evt_000000000000000000000001"),
         timestamp: 1,
         body: "{}",
         secret: "whsec_AAAA"
-      })
+      }])
       assert.isUndefined(reached)
       assert.strictEqual(connections, 1)
     } finally {

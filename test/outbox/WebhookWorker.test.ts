@@ -7,14 +7,7 @@ import { join } from "node:path"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
 import { layer as SqliteWebhookStore } from "../../adapters/sqlite/SqliteWebhookStore.ts"
 import { DestinationBackoff } from "../../core/shared/DestinationBackoff.ts"
-import {
-  DeliveryFailed,
-  EndpointId,
-  EventId,
-  type SignedRequest,
-  WebhookSender,
-  WebhookStore
-} from "../../core/webhooks/Webhooks.ts"
+import { EndpointId, EventId, type SignedRequest, WebhookSender, WebhookStore } from "../../core/webhooks/Webhooks.ts"
 import { WebhookWorker } from "../../core/webhooks/WebhookWorker.ts"
 import { sqliteClient, tempDir } from "../storage/TempSqlite.ts"
 
@@ -40,7 +33,7 @@ const hungSend = (r: Recorder, request: SignedRequest) =>
     () =>
       Ref.update(r.sent, (all) => [...all, { ...request, ok: false }]).pipe(
         Effect.zipRight(Effect.sleep(Duration.seconds(10))),
-        Effect.zipRight(Effect.fail(new DeliveryFailed({ reason: "no answer within 10 s" })))
+        Effect.zipRight(Effect.fail("no answer within 10 s"))
       ),
     () => Ref.update(r.inFlight, ({ now, peak }) => ({ now: now - 1, peak }))
   )
@@ -52,18 +45,24 @@ const testLayer = (r: Recorder) =>
       WebhookSender,
       WebhookSender.of({
         check: () => Effect.void,
-        send: (request) =>
-          Effect.flatMap(Ref.get(r.hung), (hung) => hung ? hungSend(r, request) : Effect.void).pipe(
-            Effect.zipRight(Ref.get(r.failing))
-          ).pipe(Effect.flatMap((failing) =>
-            Ref.update(r.sent, (all) => [...all, { ...request, ok: !failing }]).pipe(
-              Effect.zipRight(failing ? Effect.fail(new DeliveryFailed({ reason: "HTTP 503" })) : Effect.void)
-            )
-          ))
+        send: (requests) =>
+          Effect.forEach(requests, (request) =>
+            Effect.flatMap(Ref.get(r.hung), (hung) =>
+              hung ? hungSend(r, request) : Effect.succeed(undefined)).pipe(
+                Effect.zipRight(Ref.get(r.failing)),
+                Effect.flatMap((failing) =>
+                  Effect.as(
+                    Ref.update(r.sent, (all) => [...all, { ...request, ok: !failing }]),
+                    failing ? "HTTP 503" : undefined
+                  )
+                ),
+                Effect.catchAll((reason) => Effect.succeed(reason))
+              ), { concurrency: "unbounded" })
       })
     )),
     Layer.provide(Layer.effectDiscard(runMigrations)),
-    Layer.provideMerge(Layer.unwrapScoped(Effect.map(tempDir, (dir) => sqliteClient(join(dir, "paysub.db")))))
+    Layer.provideMerge(Layer.unwrapScoped(Effect.map(tempDir, (dir) =>
+      sqliteClient(join(dir, "paysub.db")))))
   )
 
 const run = <A, E>(self: (r: Recorder) => Effect.Effect<A, E, WebhookWorker | WebhookStore | SqlClient>) =>
