@@ -198,17 +198,21 @@ watchdog.unref()
 
 // What a sink received after a run: how many more arrived once the load stopped, and how long after its end
 // the last one did (the count still for 1.5 s, or MailCatchUpMaxS).
-const catchUp = async (sink) => {
+// With `cpu` (the target's CPU seconds), also what the target spent until the last arrival: its CPU with nothing
+// to do but deliver.
+const catchUp = async (sink, cpu = () => NaN) => {
   const end = Date.now()
+  const cpuAtEnd = cpu()
   const atEnd = await sink.count()
   let last = atEnd
   let lastAt = end
+  let cpuAtLast = cpuAtEnd
   while (Date.now() - lastAt < 1500 && Date.now() - end < MailCatchUpMaxS * 1000) {
     await sleep(100)
     const count = await sink.count()
-    if (count !== last) [last, lastAt] = [count, Date.now()]
+    if (count !== last) [last, lastAt, cpuAtLast] = [count, Date.now(), cpu()]
   }
-  return { after: last - atEnd, seconds: (lastAt - end) / 1000 }
+  return { after: last - atEnd, seconds: (lastAt - end) / 1000, cpuS: cpuAtLast - cpuAtEnd }
 }
 // CPU seconds (user + system, every thread) of a target's processes.
 const cpuOf = (target) => (target.pids ?? [target.pid]).reduce((a, pid) => a + procStats(pid).cpuS, 0)
@@ -249,7 +253,8 @@ const results = {
     "mail stopped arriving, per signup request written in the warm-up and the run (those in flight at their end are " +
     "answered after it); databaseCpuUsPerSignupWithMail: the database server's (PostgreSQL, MariaDB) in the same window.",
     "cpuUsPerEvent (a target with a webhook endpoint against its twin without): the same window's CPU less what " +
-    "the twin spent per request, per webhook delivered in the window.",
+    "the twin spent per request, per webhook delivered in the window. webhookCatchUpCpuUsPerEvent: the target's " +
+    "CPU from the run's end to the last delivery after it, per delivery after it (deliveries alone).",
     ...(options.pin ? ["--pin: every target on CPU 0, the load generator and the sinks on the others (taskset)."] : []),
     `The Node app (service, service-pg, service-mariadb) runs as npm start runs it: node ${
       [...nodeStartCommand().flags, relative(root, nodeStartCommand().entry)].join(" ")
@@ -401,8 +406,12 @@ const main = async () => {
               })
             }
             if (targetDefinitions[name].webhooks) {
-              const hooks = await catchUp(hookSink)
-              Object.assign(run, { webhookBacklogAfterRun: hooks.after, webhookCatchUpS: hooks.seconds })
+              const hooks = await catchUp(hookSink, () => cpuOf(target))
+              Object.assign(run, {
+                webhookBacklogAfterRun: hooks.after,
+                webhookCatchUpS: hooks.seconds,
+                webhookCatchUpCpuUsPerEvent: hooks.after > 0 ? (hooks.cpuS * 1e6) / hooks.after : NaN
+              })
             }
             const requests = warmedUp + run.requestsSent
             run.window = {
@@ -452,7 +461,9 @@ const main = async () => {
                   ? `  webhooks ${run.webhooksDeliveredDuringRun} (the rest ${
                     run.webhookBacklogAfterRun === 0
                       ? "none"
-                      : `${run.webhookBacklogAfterRun} in ${run.webhookCatchUpS.toFixed(1)} s`
+                      : `${run.webhookBacklogAfterRun} in ${run.webhookCatchUpS.toFixed(1)} s, ${
+                        fmtInt(run.webhookCatchUpCpuUsPerEvent)
+                      } us of CPU each`
                   })`
                   : ""
               }${odd}`
@@ -533,6 +544,9 @@ const summarise = () => {
         reconnectsPerResponse: stat((r) => Math.max(0, r.reconnectsPerResponse)),
         foreignCpuPercent: stat((r) => r.foreignCpuPercent),
         unexpectedResponses: runs.reduce((a, r) => a + r.unexpectedResponses, 0),
+        ...(targetDefinitions[name].webhooks
+          ? { webhookCatchUpCpuUsPerEvent: stat((r) => r.webhookCatchUpCpuUsPerEvent) }
+          : {}),
         ...(scenario === "subscribe"
           ? {
             cpuUsPerSignupWithMail: stat((r) => r.cpuUsPerSignupWithMail),
@@ -591,6 +605,10 @@ const printTable = () => {
     }
     for (const [pair, r] of Object.entries(s.cpuUsPerEvent ?? {})) {
       if (r.values.length > 0) out.push(`CPU per delivered event ${pair}: ${spread(r.values, fmtInt)} us (all threads)`)
+    }
+    for (const name of targetNames) {
+      const values = s.targets[name].webhookCatchUpCpuUsPerEvent?.values.filter(Number.isFinite) ?? []
+      if (values.length > 0) out.push(`CPU per event delivered after the run, ${name}: ${spread(values, fmtInt)} us`)
     }
     if (scenario === "subscribe") {
       out.push("with its mail: CPU per signup (all threads, until the mail stopped), mails during the run per signup")
