@@ -318,10 +318,19 @@ describe.skipIf(!onPostgres)(
       },
       async () => {
         // A pair of its own on a database of its own, behind a card network that takes 150 ms, so that the
-        // kill finds transfers waiting for it.
+        // kill finds transfers waiting for it. The card network's time-out is 5 s here (the lease past it), not
+        // reconcileEnv's 1 s: on a loaded machine a survivor's call can take over 1 s and answer 202, which is
+        // right, but this test is about what the kill leaves, and the survivor must answer all it was sent.
         const processor = await TestProcessor.start()
         const slow = await slowProxy(processor.url, 150)
-        const env = { ...unlimitedEnv, ...reconcileEnv, CARD_NETWORK: "http", CARD_NETWORK_URL: slow.url }
+        const env = {
+          ...unlimitedEnv,
+          ...reconcileEnv,
+          CARD_NETWORK_TIMEOUT_MS: "5000",
+          RECONCILE_LEASE_MS: "6500",
+          CARD_NETWORK: "http",
+          CARD_NETWORK_URL: slow.url
+        }
         const victim = await AppProcess.start({ env })
         const survivor = await AppProcess.start({ env, databaseUrl: victim.databaseUrl })
         try {
