@@ -129,7 +129,7 @@ export const make = (
 
     const run = (sql: string, params: ReadonlyArray<unknown>, raw: boolean) => () => {
       const statement = prepare(sql)
-      if (statement.reader) return statement.all(params) as ReadonlyArray<any>
+      if (statement.reader) return (inSnapshot(), statement.all(params) as ReadonlyArray<any>)
       endSnapshot()
       const result = statement.run(params)
       return raw ? (result as unknown as ReadonlyArray<any>) : []
@@ -255,7 +255,6 @@ export const make = (
     // durable, since it may have seen the group's writes. Should the COMMIT fail, it is run again right after the
     // ROLLBACK and answers with that: a read never fails because a write beside it failed.
     const readNow = <A>(f: () => A): Effect.Effect<A, SqlError> => {
-      inSnapshot()
       const result = f()
       const group = open
       if (group === undefined) return Effect.succeed(result)
@@ -280,16 +279,16 @@ export const make = (
     // The direct path (SqliteDirect): a whole logical transaction, or a read, as one synchronous function over
     // prepared statements, in the same groups and under the same semaphore as the @effect/sql transactions.
     const direct: DirectSql = {
-      get: (sql, params) =>
-        prepare(sql).get(params) as any,
-      all: (sql, params) => prepare(sql).all(params) as any,
+      get: (sql, params) => (inSnapshot(), prepare(sql).get(params) as any),
+      all: (sql, params) => (inSnapshot(), prepare(sql).all(params) as any),
       run: (sql, params) => (endSnapshot(), Number(prepare(sql).run(params).changes))
     }
     // With a tracer on, each direct transaction and read is a span (the statements run synchronously in it).
     const spanned = (yield* FiberRef.get(FiberRef.currentTracerEnabled))
       ? (name: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
         Effect.withSpan(effect, name, { kind: "client", attributes: { "db.system.name": "sqlite" } })
-      : () => <A, E, R>(effect: Effect.Effect<A, E, R>) => effect
+      : () => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        effect
     const tracedTransaction = spanned("sql transaction")
     const inRead = spanned("sql read")
     const directShape: SqliteDirectShape = {
