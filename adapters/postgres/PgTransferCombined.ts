@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import type { CombinedOperations } from "../../core/payments/TransferStorage.ts"
-import { pgEventCtes, pgEventValues } from "../sql/EventRows.ts"
+import { pgAudienceEventCtes, pgAudienceValues } from "../sql/EventRows.ts"
 import { outcomeRow, TransferColumns, transferRow } from "../sql/TransferRows.ts"
 import { type PgDirectShape, statement } from "./PgClient.ts"
 
@@ -43,7 +43,7 @@ const insertTransferAndEvent = statement(
   `WITH t AS (
      INSERT INTO transfers (${fields.join(", ")}) VALUES (${values})
      ON CONFLICT (client_id, reference) DO NOTHING RETURNING 1
-   ), ${pgEventCtes(n + 1, "EXISTS (SELECT 1 FROM t)")}
+   ), ${pgAudienceEventCtes(n + 1, "EXISTS (SELECT 1 FROM t)")}
    SELECT EXISTS (SELECT 1 FROM t) AS inserted`
 )
 
@@ -56,7 +56,9 @@ export const updateOutcomeSql = `UPDATE transfers SET status = $2, failure_code 
 // onto the key ($15) or onto the waiting keys of the request hash ($16), whichever is given.
 const settle = statement(
   "settle",
-  `WITH s AS (${updateOutcomeSql}), ${pgEventCtes(8, "$8::text IS NOT NULL AND EXISTS (SELECT 1 FROM s)")}, k AS (
+  `WITH s AS (${updateOutcomeSql}), ${
+    pgAudienceEventCtes(8, "$8::text IS NOT NULL AND EXISTS (SELECT 1 FROM s)")
+  }, k AS (
      UPDATE idempotency_keys SET answer = 'transfer_made', transfer_id = $1
      WHERE $15::text IS NOT NULL AND client_id = $14 AND idempotency_key = $15 AND answer IS NULL
    ), w AS (
@@ -77,17 +79,17 @@ export const pgCombined = (direct: PgDirectShape): CombinedOperations => ({
       Effect.map(([row]) => ({ keyInserted: row!.key_inserted, transferInserted: row!.transfer_inserted })),
       Effect.orDie
     ),
-  insertTransferAndEvent: (t, { endpoints, event }) =>
+  insertTransferAndEvent: (t, { audience, event }) =>
     direct.query<{ inserted: boolean }>(insertTransferAndEvent, [
       ...Object.values(transferRow(t, time)),
-      ...pgEventValues(event, endpoints)
+      ...pgAudienceValues(event, audience)
     ]).pipe(Effect.map(([row]) => row!.inserted), Effect.orDie),
   settle: ({ answer, event, from, transfer: t }) =>
     direct.query<{ changed: boolean }>(settle, [
       t.id,
       ...outcomeRow(t, time),
       from,
-      ...(event === undefined ? [null, null, null, null, null, []] : pgEventValues(event.event, event.endpoints)),
+      ...(event === undefined ? [null, null, null, null, null, []] : pgAudienceValues(event.event, event.audience)),
       t.clientId,
       answer !== undefined && "key" in answer ? answer.key : null,
       answer !== undefined && "waiting" in answer ? answer.waiting : null

@@ -1,5 +1,5 @@
 import { DateTime } from "effect"
-import type { LiveEndpoint, NewEvent } from "../../core/webhooks/Events.ts"
+import type { Audience, LiveEndpoint, NewEvent } from "../../core/webhooks/Events.ts"
 import type { EndpointId } from "../../core/webhooks/Webhooks.ts"
 import type { DirectSql } from "../sqlite/SqliteClient.ts"
 
@@ -43,11 +43,20 @@ export const pgEventCtes = (first: number, when = "true") =>
   SELECT ev.id, e, ev.created_at, ev.created_at FROM ev, unnest($${first + 5}::text[]) AS e
 )`
 export const pgInsertEvent = `WITH ${pgEventCtes(1)} SELECT 1`
-export const pgEventValues = (e: NewEvent, endpoints: ReadonlyArray<EndpointId>) => [
-  e.id,
-  e.type,
-  e.owner,
-  new Date(DateTime.toEpochMillis(e.createdAt)),
-  e.body,
-  endpoints
-]
+// The same CTEs with the deliveries chosen by the statement itself: one for each live endpoint of the event's
+// owner that enabled any of the audience's types (`first + 5`, as pgAudienceValues orders them). The read is the
+// statement's, so the event costs no round trip of its own.
+export const pgAudienceEventCtes = (first: number, when = "true") =>
+  `ev AS (
+  INSERT INTO events (id, type, owner, created_at, body)
+  SELECT $${first}::text, $${first + 1}::text, $${first + 2}::text, $${first + 3}::timestamptz, $${first + 4}::text
+  WHERE ${when}
+  RETURNING id, owner, created_at
+), d AS (
+  INSERT INTO webhook_deliveries (event_id, endpoint_id, created_at, next_attempt_at)
+  SELECT ev.id, w.id, ev.created_at, ev.created_at FROM ev JOIN webhook_endpoints w ON w.owner = ev.owner
+  WHERE w.disabled_at IS NULL AND w.enabled_events::jsonb ?| $${first + 5}::text[]
+)`
+const pgEventRow = (e: NewEvent) => [e.id, e.type, e.owner, new Date(DateTime.toEpochMillis(e.createdAt)), e.body]
+export const pgEventValues = (e: NewEvent, endpoints: ReadonlyArray<EndpointId>) => [...pgEventRow(e), endpoints]
+export const pgAudienceValues = (e: NewEvent, audience: Audience) => [...pgEventRow(e), audience.anyOf]

@@ -1,6 +1,5 @@
 import { Context, type DateTime, type Effect, type Option } from "effect"
-import type { EventTx, NewEvent } from "../webhooks/Events.ts"
-import type { EndpointId } from "../webhooks/Webhooks.ts"
+import type { Audience, EventTx, NewEvent } from "../webhooks/Events.ts"
 import type { IdempotencyKey, KeptAnswer, KeyClaim, KeyRecord, RequestHash } from "./Idempotency.ts"
 import type { Refund, RefundId, RefundStatus } from "./Refund.ts"
 import type { ClientId, Reference, Transfer, TransferId, TransferStatus } from "./Transfer.ts"
@@ -60,14 +59,15 @@ export interface TransferTx extends EventTx {
   readonly deleteRefund: (id: RefundId, status: RefundStatus) => Effect.Effect<boolean>
 }
 
-// An event with the endpoints core chose for its deliveries.
+// An event with its audience (core/webhooks/Events.ts): a delivery for each of the owner's live endpoints in it,
+// as `recipients` reads them, within the same transaction.
 export interface EventWrite {
   readonly event: NewEvent
-  readonly endpoints: ReadonlyArray<EndpointId>
+  readonly audience: Audience
 }
 
 // A settle's writes as core decided them: the outcome onto the transfer if its stored status is one of `from`;
-// only if that changed it, the event with a delivery for each of `endpoints`; then TransferMade(transfer) as
+// only if that changed it, the event with a delivery for each endpoint of its audience; then TransferMade(transfer) as
 // the answer of `key` if it has none, or of every unanswered key of the client with request hash `waiting`.
 export interface SettleWrites {
   readonly transfer: Transfer

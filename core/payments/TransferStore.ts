@@ -1,6 +1,6 @@
 import { Context, DateTime, Effect, Layer, Option } from "effect"
 import { randomId } from "../shared/RandomId.ts"
-import { emit, newEvent, recipients } from "../webhooks/Events.ts"
+import { audienceOf, emit, newEvent, recipients } from "../webhooks/Events.ts"
 import { EventViews } from "../webhooks/EventViews.ts"
 import { type EventId, transferEventType } from "../webhooks/Webhooks.ts"
 import type { CurrencyCode } from "./Currency.ts"
@@ -149,7 +149,7 @@ const composed = (storage: TransferStorageShape): CombinedOperations => ({
     storage.transact((tx) =>
       Effect.gen(function*() {
         const changed = yield* tx.updateOutcome(t, from)
-        if (changed && event !== undefined) yield* tx.insertEvent(event.event, event.endpoints)
+        if (changed && event !== undefined) yield* tx.insertEvent(event.event, yield* recipients(tx, event.audience))
         if (answer !== undefined && "key" in answer) {
           yield* tx.keepAnswer(t.clientId, answer.key, KeptAnswer.TransferMade({ transferId: t.id }))
         } else if (answer !== undefined) {
@@ -165,11 +165,11 @@ const composed = (storage: TransferStorageShape): CombinedOperations => ({
         return { keyInserted, transferInserted: keyInserted && (yield* tx.insertTransfer(t)) }
       })
     ),
-  insertTransferAndEvent: (t, { endpoints, event }) =>
+  insertTransferAndEvent: (t, { audience, event }) =>
     storage.transact((tx) =>
       Effect.gen(function*() {
         const inserted = yield* tx.insertTransfer(t)
-        if (inserted) yield* tx.insertEvent(event, endpoints)
+        if (inserted) yield* tx.insertEvent(event, yield* recipients(tx, audience))
         return inserted
       })
     )
@@ -202,8 +202,8 @@ export const make = Effect.gen(function*() {
         const first = yield* combined.insertKeyAndTransfer(t, claim)
         if (first.keyInserted) return yield* taken(first.transferInserted ? undefined : yield* insert(storage, t))
       } else if (claim === undefined && event !== undefined) {
-        const endpoints = yield* recipients(storage, event)
-        return yield* taken(yield* insertOr(storage, t, combined.insertTransferAndEvent(t, { event, endpoints })))
+        const audience = audienceOf(event)
+        return yield* taken(yield* insertOr(storage, t, combined.insertTransferAndEvent(t, { event, audience })))
       }
       const work = (tx: TransferTx) =>
         Effect.gen(function*() {
@@ -223,7 +223,6 @@ export const make = Effect.gen(function*() {
       return typeof written === "string" ? yield* taken(written) : written
     })
 
-  // The recipients are read before the write: at READ COMMITTED a read inside it would see no more.
   const settle: TransferStoreShape["settle"] = (t, key) =>
     Effect.gen(function*() {
       const event = yield* eventOf(t)
@@ -231,7 +230,7 @@ export const make = Effect.gen(function*() {
         transfer: t,
         from: unsettledStatuses,
         // Written only with a change this call made: a late request or a second reconciler writes no event.
-        ...(event === undefined ? {} : { event: { event, endpoints: yield* recipients(storage, event) } }),
+        ...(event === undefined ? {} : { event: { event, audience: audienceOf(event) } }),
         ...(key !== undefined
           ? { answer: { key } }
           : answersWaitingKeys(t)

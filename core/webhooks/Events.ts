@@ -32,17 +32,23 @@ export const newEvent = (id: EventId, type: EventType, owner: Owner, object: unk
   body: JSON.stringify({ id, type, created: DateTime.formatIso(now), data: { object } })
 })
 
-// An endpoint gets the types it named, or every type with `*`.
-export const wants = (endpoint: LiveEndpoint, type: EventType): boolean =>
-  endpoint.enabledEvents.includes(type) || endpoint.enabledEvents.includes("*")
+// Who gets an event: the owner's live endpoints that enabled any of `anyOf`, its own type or every type (`*`).
+// Core decides it once, as data; a database that writes the event in one statement selects those endpoints with
+// it (a set overlap), and core's own reading below filters with the same rule.
+export interface Audience {
+  readonly owner: Owner
+  readonly anyOf: ReadonlyArray<string>
+}
+export const audienceOf = (event: NewEvent): Audience => ({ owner: event.owner, anyOf: [event.type, "*"] })
 
-// The owner's live endpoints that want the event: those that get a delivery of it.
-export const recipients = (tx: Pick<EventTx, "liveEndpoints">, event: NewEvent): Effect.Effect<Array<EndpointId>> =>
+// The owner's live endpoints in the audience: those that get a delivery of the event.
+export const recipients = (tx: Pick<EventTx, "liveEndpoints">, audience: Audience): Effect.Effect<Array<EndpointId>> =>
   Effect.map(
-    tx.liveEndpoints(event.owner),
-    (endpoints) => endpoints.filter((e) => wants(e, event.type)).map((e) => e.id)
+    tx.liveEndpoints(audience.owner),
+    (endpoints) =>
+      endpoints.filter((e) => e.enabledEvents.some((type) => audience.anyOf.includes(type))).map((e) => e.id)
   )
 
 // Writes the event, with a delivery for each of its recipients.
 export const emit = (tx: EventTx, event: NewEvent): Effect.Effect<void> =>
-  Effect.flatMap(recipients(tx, event), (endpoints) => tx.insertEvent(event, endpoints))
+  Effect.flatMap(recipients(tx, audienceOf(event)), (endpoints) => tx.insertEvent(event, endpoints))
