@@ -27,32 +27,31 @@ export const sqliteEventStatements = {
   }
 }
 
-// PostgreSQL, one statement: the event and its deliveries (endpoint ids as an array).
+// PostgreSQL: the owner's live endpoints, and the event with its deliveries as the CTEs of one statement.
 export const pgLiveEndpoints =
   `SELECT id, enabled_events FROM webhook_endpoints WHERE owner = $1 AND disabled_at IS NULL`
-// The event (parameters `first` to `first + 4`, as pgEventValues orders them) and its deliveries (the endpoint
-// ids, `first + 5`) as the CTEs `ev` and `d` of a statement, written only where `when` (SQL) holds.
-export const pgEventCtes = (first: number, when = "true") =>
-  `ev AS (
-  INSERT INTO events (id, type, owner, created_at, body)
-  SELECT $${first}::text, $${first + 1}::text, $${first + 2}::text, $${first + 3}::timestamptz, $${first + 4}::text
-  WHERE ${when}
-  RETURNING id, created_at
-), d AS (
-  INSERT INTO webhook_deliveries (event_id, endpoint_id, created_at, next_attempt_at)
-  SELECT ev.id, e, ev.created_at, ev.created_at FROM ev, unnest($${first + 5}::text[]) AS e
-)`
-export const pgInsertEvent = `WITH ${pgEventCtes(1)} SELECT 1`
-// The same CTEs with the deliveries chosen by the statement itself: one for each live endpoint of the event's
-// owner that enabled any of the audience's types (`first + 5`, as pgAudienceValues orders them). The read is the
-// statement's, so the event costs no round trip of its own.
-export const pgAudienceEventCtes = (first: number, when = "true") =>
+// The event (parameters `first` to `first + 4`, as pgEventValues and pgAudienceValues order them) as the CTE `ev`
+// of a statement, written only where `when` (SQL) holds.
+const pgEventCte = (first: number, when: string) =>
   `ev AS (
   INSERT INTO events (id, type, owner, created_at, body)
   SELECT $${first}::text, $${first + 1}::text, $${first + 2}::text, $${first + 3}::timestamptz, $${first + 4}::text
   WHERE ${when}
   RETURNING id, owner, created_at
-), d AS (
+)`
+// The event and its deliveries as the CTEs `ev` and `d`: one delivery, due at once, for each endpoint id given
+// (`first + 5`).
+export const pgEventCtes = (first: number, when = "true") =>
+  `${pgEventCte(first, when)}, d AS (
+  INSERT INTO webhook_deliveries (event_id, endpoint_id, created_at, next_attempt_at)
+  SELECT ev.id, e, ev.created_at, ev.created_at FROM ev, unnest($${first + 5}::text[]) AS e
+)`
+export const pgInsertEvent = `WITH ${pgEventCtes(1)} SELECT 1`
+// The same with the deliveries chosen by the statement itself: one for each live endpoint of the event's owner
+// that enabled any of the audience's types (`first + 5`). The read is the statement's, so the event costs no
+// round trip of its own (docs/decisions/0043).
+export const pgAudienceEventCtes = (first: number, when = "true") =>
+  `${pgEventCte(first, when)}, d AS (
   INSERT INTO webhook_deliveries (event_id, endpoint_id, created_at, next_attempt_at)
   SELECT ev.id, w.id, ev.created_at, ev.created_at FROM ev JOIN webhook_endpoints w ON w.owner = ev.owner
   WHERE w.disabled_at IS NULL AND w.enabled_events::jsonb ?| $${first + 5}::text[]
