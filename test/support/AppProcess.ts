@@ -186,9 +186,15 @@ export class AppProcess {
     this.child = child
     child.stdout!.on("data", (chunk) => (this.log += chunk))
     child.stderr!.on("data", (chunk) => (this.log += chunk))
+    // "close" comes once the pipes are read to their end, which can be after "exit" (exitCode set): an app that
+    // stops at start is reported with all it wrote, not with what had arrived by then.
+    const closed = new Promise((r) => child.once("close", r))
     const deadline = Date.now() + 30_000
     while (Date.now() < deadline) {
-      if (child.exitCode !== null) throw new Error(`app exited with ${child.exitCode}:\n${this.log}`)
+      if (child.exitCode !== null) {
+        await Promise.race([closed, new Promise((r) => setTimeout(r, 5_000))])
+        throw new Error(`app exited with ${child.exitCode}:\n${this.log}`)
+      }
       // With a timeout: the port accepts connections before the app is built, and a request that arrives in
       // between is never answered (see test/scaleout/ScaleOut.test.ts); on PostgreSQL that window is long.
       const ready = await fetch(`${this.appUrl}/healthz`, { signal: AbortSignal.timeout(2_000) }).then(
