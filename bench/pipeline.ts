@@ -7,6 +7,7 @@
 //
 //   npx tsx bench/pipeline.ts [--scenarios=health,notModified,replay,declined,approved,subscribe]
 //                             [--requests=5000] [--concurrency=1] [--rounds=2] [--profile=DIR]
+//                             [--database=postgres://.../db]   (a database of its own: the app migrates it)
 //
 // Rate limits are off; access lines are off unless LOG_LEVEL is set. Figures go to stderr; stdout has the mails
 // subscribe makes (the console mailer) and any access lines: send it to /dev/null.
@@ -26,10 +27,11 @@ const requests = Number(option("requests", "5000"))
 const concurrency = Number(option("concurrency", "1"))
 const rounds = Number(option("rounds", "2"))
 const profileDir = args.find((a) => a.startsWith("--profile="))?.slice("--profile=".length)
+const database = args.find((a) => a.startsWith("--database="))?.slice("--database=".length)
 
 const dataDir = mkdtempSync(join(os.tmpdir(), "paysub-pipeline-"))
 Object.assign(process.env, {
-  DATABASE_URL: `sqlite:${join(dataDir, "paysub.db")}`,
+  DATABASE_URL: database ?? `sqlite:${join(dataDir, "paysub.db")}`,
   MERCHANT_RATE_LIMIT: "0",
   SUBSCRIBE_RATE_LIMIT: "0",
   DELIVERY_THREAD: "off",

@@ -42,10 +42,9 @@ if (!scenarios[scenario]) {
   console.error(`unknown scenario ${scenario}`)
   process.exit(2)
 }
-if (!["service", "service-pg", "service-mariadb", "service-hooks"].includes(targetName)) {
-  console.error(
-    "--target: service, service-pg, service-mariadb or service-hooks (the Node app; --cpu-prof is a node flag)"
-  )
+const profiled = ["service", "service-pg", "service-mariadb", "service-hooks", "ref1", "ref2", "ref-pg", "ref-mariadb"]
+if (!profiled.includes(targetName)) {
+  console.error(`--target: ${profiled.join(", ")} (a Node process; --cpu-prof is a node flag)`)
   process.exit(2)
 }
 

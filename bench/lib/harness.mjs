@@ -380,9 +380,13 @@ export const targetDefinitions = {
   ref1: {
     label: "ref1 node:http+bsqlite3",
     short: "ref1",
-    command: () => [process.execPath, "bench/ref-node-http.mjs"]
+    command: (extra = []) => [process.execPath, ...extra, "bench/ref-node-http.mjs"]
   },
-  ref2: { label: "ref2 fastify+bsqlite3", short: "ref2", command: () => [process.execPath, "bench/ref-fastify.mjs"] },
+  ref2: {
+    label: "ref2 fastify+bsqlite3",
+    short: "ref2",
+    command: (extra = []) => [process.execPath, ...extra, "bench/ref-fastify.mjs"]
+  },
   deno: {
     label: "service (deno, sqlite)",
     short: "deno",
@@ -402,7 +406,7 @@ export const targetDefinitions = {
   "ref-pg": {
     label: "ref-pg node:http+pg",
     short: "ref-pg",
-    command: () => [process.execPath, "bench/ref-node-http.mjs", "--postgres"],
+    command: (extra = []) => [process.execPath, ...extra, "bench/ref-node-http.mjs", "--postgres"],
     database: "postgres"
   },
   "service-mariadb": {
@@ -416,7 +420,7 @@ export const targetDefinitions = {
   "ref-mariadb": {
     label: "ref-mariadb node:http+mysql2",
     short: "ref-mariadb",
-    command: () => [process.execPath, "bench/ref-node-http.mjs", "--mariadb"],
+    command: (extra = []) => [process.execPath, ...extra, "bench/ref-node-http.mjs", "--mariadb"],
     database: "mariadb"
   },
   // The service with one webhook endpoint for its client, registered at a local receiver (bench/webhook-sink.mjs):
