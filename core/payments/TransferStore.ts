@@ -1,6 +1,6 @@
 import { Context, DateTime, Effect, Layer, Option } from "effect"
 import { randomId } from "../shared/RandomId.ts"
-import { audienceOf, emit, newEvent, recipients } from "../webhooks/Events.ts"
+import { audienceOf, emit, newEvent } from "../webhooks/Events.ts"
 import { EventViews } from "../webhooks/EventViews.ts"
 import { type EventId, transferEventType } from "../webhooks/Webhooks.ts"
 import type { CurrencyCode } from "./Currency.ts"
@@ -149,7 +149,7 @@ const composed = (storage: TransferStorageShape): CombinedOperations => ({
     storage.transact((tx) =>
       Effect.gen(function*() {
         const changed = yield* tx.updateOutcome(t, from)
-        if (changed && event !== undefined) yield* tx.insertEvent(event.event, yield* recipients(tx, event.audience))
+        if (changed && event !== undefined) yield* emit(tx, event.event, event.audience)
         if (answer !== undefined && "key" in answer) {
           yield* tx.keepAnswer(t.clientId, answer.key, KeptAnswer.TransferMade({ transferId: t.id }))
         } else if (answer !== undefined) {
@@ -169,7 +169,7 @@ const composed = (storage: TransferStorageShape): CombinedOperations => ({
     storage.transact((tx) =>
       Effect.gen(function*() {
         const inserted = yield* tx.insertTransfer(t)
-        if (inserted) yield* tx.insertEvent(event, yield* recipients(tx, audience))
+        if (inserted) yield* emit(tx, event, audience)
         return inserted
       })
     )

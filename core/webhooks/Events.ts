@@ -49,6 +49,6 @@ export const recipients = (tx: Pick<EventTx, "liveEndpoints">, audience: Audienc
       endpoints.filter((e) => e.enabledEvents.some((type) => audience.anyOf.includes(type))).map((e) => e.id)
   )
 
-// Writes the event, with a delivery for each of its recipients.
-export const emit = (tx: EventTx, event: NewEvent): Effect.Effect<void> =>
-  Effect.flatMap(recipients(tx, audienceOf(event)), (endpoints) => tx.insertEvent(event, endpoints))
+// Writes the event, with a delivery for each of its recipients (its audience as audienceOf makes it, unless given).
+export const emit = (tx: EventTx, event: NewEvent, audience = audienceOf(event)): Effect.Effect<void> =>
+  Effect.flatMap(recipients(tx, audience), (endpoints) => tx.insertEvent(event, endpoints))
