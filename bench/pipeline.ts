@@ -5,7 +5,7 @@
 // it splits a request's cost between the pipeline (here) and what a real connection adds (sockets, Node's HTTP
 // parser and writer, the load generator on the same cores).
 //
-//   npx tsx bench/pipeline.ts [--scenarios=health,notModified,replay,declined,approved,subscribe]
+//   npx tsx bench/pipeline.ts [--scenarios=health,notModified,replay,declined,approved,approvedIdempotent,subscribe]
 //                             [--requests=5000] [--concurrency=1] [--rounds=2] [--profile=DIR]
 //                             [--database=postgres://.../db]   (a database of its own: the app migrates it)
 //
@@ -118,6 +118,7 @@ const main = Effect.gen(function*() {
     replay: { expect: 201, make: () => post(transferBody("kept"), "kept-key") },
     declined: { expect: 402, make: () => post(transferBody(`x-${unique++}`, "2020-01")) },
     approved: { expect: 201, make: () => post(transferBody(`ok-${unique++}`)) },
+    approvedIdempotent: { expect: 201, make: () => post(transferBody(`ok-${unique}`), `key-${unique++}`) },
     subscribe: {
       expect: 200,
       make: () =>
