@@ -486,11 +486,14 @@ const main = async () => {
       }
       // Ratios within this round: each app against each reference, per scenario; and the CPU per delivered
       // event of a target with a webhook endpoint, against its twin without one.
-      const ratios = { round, rps: {}, cpuUsPerEvent: {} }
+      const ratios = { round, rps: {}, mainCpu: {}, cpuUsPerEvent: {} }
       for (const scenario of options.scenarios) {
         const rs = roundRuns[scenario] ?? {}
         for (const [a, b] of ratioPairs) {
-          if (rs[a] && rs[b]) (ratios.rps[scenario] ??= {})[`${a}/${b}`] = rs[a].rps / rs[b].rps
+          if (!rs[a] || !rs[b]) continue
+          ;(ratios.rps[scenario] ??= {})[`${a}/${b}`] = rs[a].rps / rs[b].rps
+          ;(ratios.mainCpu[scenario] ??= {})[`${a}/${b}`] = rs[a].mainThreadCpuUsPerRequest /
+            rs[b].mainThreadCpuUsPerRequest
         }
         for (const [a, b] of eventPairs) {
           const [hooks, twin] = [rs[a]?.window, rs[b]?.window]
@@ -558,10 +561,11 @@ const summarise = () => {
       }
     }
     const overRounds = (key, pair) => {
-      const xs = results.ratiosByRound.map((r) => r[key][scenario]?.[pair]).filter(Number.isFinite)
+      const xs = results.ratiosByRound.map((r) => r[key]?.[scenario]?.[pair]).filter(Number.isFinite)
       return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs), values: xs }
     }
     for (const pair of ratioNames) s.ratios[pair] = overRounds("rps", pair)
+    s.mainCpuRatios = Object.fromEntries(ratioNames.map((pair) => [pair, overRounds("mainCpu", pair)]))
     if (eventPairs.length > 0) {
       s.cpuUsPerEvent = Object.fromEntries(
         eventPairs.map(([a, b]) => [`${a}/${b}`, overRounds("cpuUsPerEvent", `${a}/${b}`)])
@@ -602,6 +606,10 @@ const printTable = () => {
     }
     for (const [pair, r] of Object.entries(s.ratios)) {
       out.push(line([`req/s ratio ${pair}`, spread(r.values, fmtRatio)], widths))
+    }
+    // The main thread's CPU per request, the ratio within each round: it moves less between runs than req/s.
+    for (const [pair, r] of Object.entries(s.mainCpuRatios ?? {})) {
+      if (r.values.length > 0) out.push(line([`main-thread CPU ratio ${pair}`, spread(r.values, fmtRatio)], widths))
     }
     for (const [pair, r] of Object.entries(s.cpuUsPerEvent ?? {})) {
       if (r.values.length > 0) out.push(`CPU per delivered event ${pair}: ${spread(r.values, fmtInt)} us (all threads)`)
