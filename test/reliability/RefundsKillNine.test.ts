@@ -49,11 +49,12 @@ describe("refunds across kill -9", () => {
       }
       let app = await start()
       const key = (await createClient(app, "kill-refunds")).api_key
-      // Transfers of 12.30, refunded 1.00 at a time (or all that is left) by every client at once.
+      // Transfers of 100.00, refunded 1.00 at a time (or all that is left) by every client at once: enough that
+      // refunds are still in flight at each crash (twelve of 12.30 could all be refunded before the first).
       const transfers: Array<string> = []
-      for (let i = 0; i < 12; i++) {
+      for (let i = 0; i < 48; i++) {
         const made = await new MerchantApi(app.baseUrl, key).create(
-          transferBody({ sender_account_uri: accountUri(randomPan()) })
+          transferBody({ sender_account_uri: accountUri(randomPan()), amount: "100.00" })
         )
         assert.strictEqual(made.status, 201, made.text)
         transfers.push(made.json.payment_transfer.id)
