@@ -561,7 +561,7 @@ const summarise = () => {
       }
     }
     const overRounds = (key, pair) => {
-      const xs = results.ratiosByRound.map((r) => r[key]?.[scenario]?.[pair]).filter(Number.isFinite)
+      const xs = results.ratiosByRound.map((r) => r[key][scenario]?.[pair]).filter(Number.isFinite)
       return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs), values: xs }
     }
     for (const pair of ratioNames) s.ratios[pair] = overRounds("rps", pair)
@@ -608,7 +608,7 @@ const printTable = () => {
       out.push(line([`req/s ratio ${pair}`, spread(r.values, fmtRatio)], widths))
     }
     // The main thread's CPU per request, the ratio within each round: it moves less between runs than req/s.
-    for (const [pair, r] of Object.entries(s.mainCpuRatios ?? {})) {
+    for (const [pair, r] of Object.entries(s.mainCpuRatios)) {
       if (r.values.length > 0) out.push(line([`main-thread CPU ratio ${pair}`, spread(r.values, fmtRatio)], widths))
     }
     for (const [pair, r] of Object.entries(s.cpuUsPerEvent ?? {})) {

@@ -22,20 +22,23 @@ const insertAudienceDeliveries = `INSERT INTO webhook_deliveries (event_id, endp
   SELECT ?, w.id, ?, ? FROM webhook_endpoints w WHERE w.owner = ? AND w.disabled_at IS NULL
   AND EXISTS (SELECT 1 FROM json_each(w.enabled_events) e WHERE e.value IN (SELECT value FROM json_each(?)))`
 
-// SQLite, inside the store's transaction.
+// SQLite, inside the store's transaction: the event's row, then its deliveries, due when it was made.
+const sqliteEventRow = (db: DirectSql, e: NewEvent) => {
+  const at = DateTime.toEpochMillis(e.createdAt)
+  db.run(insertEvent, [e.id, e.type, e.owner, at, e.body])
+  return at
+}
 export const sqliteEventStatements = {
   liveEndpoints: (db: DirectSql, owner: string) =>
     db.all<{ id: string; enabled_events: string }>(liveEndpoints, [owner]).map(liveEndpointOf),
   insertEvent: (db: DirectSql, e: NewEvent, endpoints: ReadonlyArray<EndpointId>) => {
-    const at = DateTime.toEpochMillis(e.createdAt)
-    db.run(insertEvent, [e.id, e.type, e.owner, at, e.body])
+    const at = sqliteEventRow(db, e)
     for (const endpoint of endpoints) db.run(insertDelivery, [e.id, endpoint, at, at])
   }
 }
 // The event with a delivery for each endpoint of its audience, the endpoints read by the insert itself.
 export const sqliteInsertAudienceEvent = (db: DirectSql, e: NewEvent, audience: Audience) => {
-  const at = DateTime.toEpochMillis(e.createdAt)
-  db.run(insertEvent, [e.id, e.type, e.owner, at, e.body])
+  const at = sqliteEventRow(db, e)
   db.run(insertAudienceDeliveries, [e.id, at, at, audience.owner, JSON.stringify(audience.anyOf)])
 }
 
