@@ -21,12 +21,15 @@ export const layer = Layer.scoped(
     return RateLimiterStore.of({
       tokenBucket: ({ allowOverflow, key, limit, refillRate, tokens }) =>
         transaction(Effect.gen(function*() {
-          const now = yield* Clock.currentTimeMillis
+          const asked = yield* Clock.currentTimeMillis
           // The row made full if missing, and locked either way (a locking read of a missing row locks nothing
           // under READ COMMITTED: concurrent first draws would each find the bucket full).
           const [row] = yield* sql<{ tokens: number; refilled_at: number }>`
-            INSERT INTO rate_limits (bucket, tokens, refilled_at) VALUES (${key}, ${limit}, ${now})
+            INSERT INTO rate_limits (bucket, tokens, refilled_at) VALUES (${key}, ${limit}, ${asked})
             ON DUPLICATE KEY UPDATE bucket = bucket RETURNING tokens, refilled_at`
+          // A draw that waited for the lock, or an instance whose clock is behind, can read a time before the
+          // bucket's last refill: the bucket's time never goes back, so such a draw finds no refill and loses none.
+          const now = Math.max(asked, Number(row!.refilled_at))
           const available = Math.min(
             limit,
             Number(row!.tokens) + (now - Number(row!.refilled_at)) / Duration.toMillis(refillRate)

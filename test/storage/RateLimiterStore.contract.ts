@@ -1,9 +1,17 @@
 // What every RateLimiterStore (@effect/experimental's port) used here must do with token buckets: the
-// process's memory (RateLimiter.layerStoreMemory, the SQLite default) and PostgreSQL's shared one. Real time:
-// PostgreSQL refills by its own clock.
+// process's memory (RateLimiter.layerStoreMemory, the SQLite default), PostgreSQL's and MariaDB's shared ones.
+// Real time: PostgreSQL refills by its own clock.
 import { RateLimiterStore } from "@effect/experimental/RateLimiter"
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, type Layer } from "effect"
+import { type Clock, Duration, Effect, type Layer } from "effect"
+
+const clockBehind = (clock: Clock.Clock, millis: number): Clock.Clock => ({
+  ...clock,
+  unsafeCurrentTimeMillis: () => clock.unsafeCurrentTimeMillis() - millis,
+  currentTimeMillis: Effect.sync(() => clock.unsafeCurrentTimeMillis() - millis),
+  unsafeCurrentTimeNanos: () => clock.unsafeCurrentTimeNanos() - BigInt(millis) * 1_000_000n,
+  currentTimeNanos: Effect.sync(() => clock.unsafeCurrentTimeNanos() - BigInt(millis) * 1_000_000n)
+})
 
 export const rateLimiterStoreContract = (name: string, makeLayer: () => Layer.Layer<RateLimiterStore, unknown>) =>
   describe(`RateLimiterStore contract: ${name}`, () => {
@@ -35,6 +43,16 @@ export const rateLimiterStoreContract = (name: string, makeLayer: () => Layer.La
         assert.isBelow(yield* draw("r", 1, 3, refill), 0)
         yield* Effect.sleep(Duration.millis(450))
         assert.strictEqual(yield* draw("r", 1, 3, refill), 0)
+      })))
+
+    // A draw that waited for the row's lock read its clock before the draw it waited for, and two instances'
+    // clocks differ: a time before the bucket's last refill must neither refill it nor take more than asked.
+    it.live("a draw that reads a time before the bucket's last refill takes exactly what it asks", () =>
+      run(Effect.gen(function*() {
+        const behind = yield* Effect.map(Effect.clock, (clock) => clockBehind(clock, 10_000))
+        assert.strictEqual(yield* draw("t"), 2)
+        assert.strictEqual(yield* Effect.withClock(draw("t"), behind), 1)
+        assert.strictEqual(yield* draw("t"), 0)
       })))
 
     it.live("concurrent draws never hand out more tokens than the bucket holds", () =>
