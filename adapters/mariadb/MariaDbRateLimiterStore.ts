@@ -29,11 +29,9 @@ export const layer = Layer.scoped(
             ON DUPLICATE KEY UPDATE bucket = bucket RETURNING tokens, refilled_at`
           // A draw that waited for the lock, or an instance whose clock is behind, can read a time before the
           // bucket's last refill: the bucket's time never goes back, so such a draw finds no refill and loses none.
-          const now = Math.max(asked, Number(row!.refilled_at))
-          const available = Math.min(
-            limit,
-            Number(row!.tokens) + (now - Number(row!.refilled_at)) / Duration.toMillis(refillRate)
-          )
+          const refilledAt = Number(row!.refilled_at)
+          const now = Math.max(asked, refilledAt)
+          const available = Math.min(limit, Number(row!.tokens) + (now - refilledAt) / Duration.toMillis(refillRate))
           const consumed = allowOverflow || available >= tokens
           const left = consumed ? available - tokens : available
           yield* sql`UPDATE rate_limits SET tokens = ${left}, refilled_at = ${now} WHERE bucket = ${key}`

@@ -42,7 +42,7 @@ export interface Audience {
 export const audienceOf = (event: NewEvent): Audience => ({ owner: event.owner, anyOf: [event.type, "*"] })
 
 // The owner's live endpoints in the audience: those that get a delivery of the event.
-export const recipients = (tx: Pick<EventTx, "liveEndpoints">, audience: Audience): Effect.Effect<Array<EndpointId>> =>
+const recipients = (tx: Pick<EventTx, "liveEndpoints">, audience: Audience): Effect.Effect<Array<EndpointId>> =>
   Effect.map(
     tx.liveEndpoints(audience.owner),
     (endpoints) =>
