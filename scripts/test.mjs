@@ -1,14 +1,31 @@
 // `npm test`: type checks (tsc, deno check), lint (formatting included), the Node app's bundle
 // (scripts/build.mjs, what the black-box suites start), the OpenAPI document's two linters, every suite on the
 // embedded SQLite, the core and node:sqlite tests under Deno, the black-box suites against the Deno app, then
-// against PostgreSQL and MariaDB. Each step is a separate command so a failure names the step.
+// against PostgreSQL and MariaDB. Each step is a separate command, and every step runs even after one failed; the
+// summary at the end names each failed step and test, and the exit status is non-zero if any failed.
 //
 // PostgreSQL (PGHOST/PGPORT, default 127.0.0.1:5432, user postgres, trust auth) and MariaDB (MYSQL_HOST/MYSQL_PORT,
 // default 127.0.0.1:3306, user root, no password) are optional on a laptop: without one, its suites are skipped
 // with a line saying so. With CI=true both are required.
 import { spawnSync } from "node:child_process"
-import { existsSync, readdirSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { createConnection } from "node:net"
+import { tmpdir } from "node:os"
+import { join, relative } from "node:path"
+
+// The failed tests of a vitest step, as "file › describe › test", from its JSON report (none if it wrote none:
+// vitest itself failed before any test ran).
+const failedTests = (report) => {
+  if (!existsSync(report)) return []
+  const { testResults } = JSON.parse(readFileSync(report, "utf8"))
+  return testResults.flatMap((file) => {
+    const where = relative(process.cwd(), file.name)
+    const failed = file.assertionResults.filter((t) => t.status === "failed")
+    return failed.length === 0 && file.status === "failed"
+      ? [`${where} (${file.message ?? "the file failed to run"})`]
+      : failed.map((t) => [where, ...t.ancestorTitles, t.title].join(" › "))
+  })
+}
 
 const coreFiles = readdirSync("core", { recursive: true }).filter((f) => f.endsWith(".ts")).map((f) => `core/${f}`)
 
@@ -118,15 +135,27 @@ const steps = [
     : [])
 ]
 
-for (const [name, command, args, env] of steps) {
+// Every step runs, whatever failed before it, so that one run shows every failure; the summary at the end names
+// each failed step and, for the vitest steps, each failed test (from vitest's JSON report).
+const reports = mkdtempSync(join(tmpdir(), "paysub-test-"))
+const failures = []
+const timings = []
+for (const [index, [name, command, args, env]] of steps.entries()) {
+  const report = join(reports, `step-${index}.json`)
+  const vitest = command === "vitest" || args.includes("node_modules/vitest/vitest.mjs")
+  const fullArgs = vitest ? [...args, "--reporter=default", "--reporter=json", `--outputFile.json=${report}`] : args
   console.log(`\n=== ${name}: ${command} ${args.join(" ")}`)
   const bin = command === "node" ? process.execPath : `node_modules/.bin/${command}`
-  const result = spawnSync(bin, args, { stdio: "inherit", env: { ...process.env, ...env } })
+  const started = Date.now()
+  const result = spawnSync(bin, fullArgs, { stdio: "inherit", env: { ...process.env, ...env } })
+  timings.push([name, Date.now() - started])
   if (result.status !== 0) {
     console.error(`\n=== ${name} failed (exit ${result.status ?? result.signal})`)
-    process.exit(result.status ?? 1)
+    failures.push([name, result.status ?? result.signal, vitest ? failedTests(report) : []])
   }
 }
+rmSync(reports, { recursive: true, force: true })
+
 if (!postgresUp) {
   console.log(
     `\n=== SKIPPED: the PostgreSQL suites (storage contracts, black-box suites, scale-out): no server at ${pgHost}:${pgPort}`
@@ -142,5 +171,16 @@ if ((postgresUp || mariadbUp) && !(await reachable(redisHost, redisPort, 1000)))
 }
 if (chromiumMissing) {
   console.log(`\n=== SKIPPED: the browser suites (test/browser): no Chromium at ${chromium} (apt-get install chromium)`)
+}
+const minutes = (ms) => `${(ms / 60_000).toFixed(1)} min`
+console.log(`\n=== time per step\n${timings.map(([name, ms]) => `  ${minutes(ms).padStart(9)}  ${name}`).join("\n")}`)
+console.log(`  ${minutes(timings.reduce((sum, [, ms]) => sum + ms, 0)).padStart(9)}  in all`)
+if (failures.length > 0) {
+  console.error(`\n=== ${failures.length} of ${steps.length} steps failed:`)
+  for (const [name, exit, tests] of failures) {
+    console.error(`  ${name} (exit ${exit})`)
+    for (const test of tests) console.error(`    ${test}`)
+  }
+  process.exit(1)
 }
 console.log("\n=== all steps passed")
