@@ -43,39 +43,20 @@ export default tseslint.config(
       }]
     }
   },
-  // Adapters only store and send: every decision is core's (docs/decisions/0035). They import the core's schemas,
-  // types and ports, never one of its rules or the stores made over the storage ports.
+  // Adapters only store and send: every decision is core's (docs/decisions/0035). The boundary is an allowlist:
+  // from core, an adapter imports types (any), and values named in PascalCase only: ports, schemas, errors and
+  // their constants. A function of core (camelCase: decideStart, transition, storesOver, layer ...) decides, or
+  // wires core's stores, and stays out (test/lint/Boundary.test.ts shows the rule refusing one).
   {
     files: ["adapters/**/*.ts"],
     rules: {
       "no-restricted-imports": ["error", {
         patterns: [{
           group: ["**/core/**"],
-          importNames: [
-            "decideStart",
-            "keyExpired",
-            "requestHash",
-            "IdempotencyLease",
-            "decideSubscribe",
-            "transition",
-            "MailThrottle",
-            "isUsable",
-            "normalizeEmail",
-            "transferEventType",
-            "awaitsAnswer",
-            "answersWaitingKeys",
-            "unsettledStatuses",
-            "settled",
-            "outcomeUnknown",
-            "reconciled",
-            "emit",
-            "wants",
-            "newEvent",
-            "storesOver",
-            "make",
-            "layer"
-          ],
-          message: "adapters only store and send: this is a core rule (docs/decisions/0035)"
+          allowImportNamePattern: "^[A-Z]",
+          allowTypeImports: true,
+          message:
+            "adapters import from core only ports, types, schemas, errors and constants (PascalCase); core's functions decide (docs/decisions/0035)"
         }]
       }]
     }

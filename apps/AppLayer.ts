@@ -1,6 +1,5 @@
 import { Duration, Effect, Layer, Option } from "effect"
 import { layer as CryptoTokens } from "../adapters/crypto/CryptoTokens.ts"
-import type { OpenSqlite } from "../adapters/sqlite/SqliteDriver.ts"
 import { Clients } from "../core/payments/Clients.ts"
 import { KeyPruner } from "../core/payments/KeyPruner.ts"
 import { Reconciler } from "../core/payments/Reconciler.ts"
@@ -19,6 +18,7 @@ import { fingerprintLayer, firstClient } from "./compose/Keys.ts"
 import { rateLimits } from "./compose/RateLimits.ts"
 import { cardNetworkLayer, sendersLayer } from "./compose/Senders.ts"
 import { storageLayer } from "./compose/Storage.ts"
+import type { StorageDrivers } from "./compose/storage/Drivers.ts"
 import { runWebhookWorker, runWorkers } from "./compose/Workers.ts"
 import { adminAuthLayer } from "./http/AdminAuthLive.ts"
 import { Api } from "./http/Api.ts"
@@ -36,7 +36,8 @@ import { TelemetryConfig, telemetryLayer, tracingEnabled } from "./Telemetry.ts"
 // The composition root. The adapters are picked by concern in ./compose/ (Config: the settings, checked at
 // start; Storage: DATABASE_URL's database; Senders: mail, webhooks and the card network; Keys; RateLimits;
 // Workers: the background loops); here they meet the use cases and the HTTP pipeline. Apps only bring what
-// differs between runtimes (the HTTP server and the SQLite binding), so Node and Deno serve the same API.
+// differs between runtimes (the HTTP server, and the SQLite binding as StorageDrivers), so Node and Deno serve
+// the same API.
 export { AppConfig } from "./compose/Config.ts"
 export { storageLayer } from "./compose/Storage.ts"
 
@@ -53,13 +54,13 @@ const reconcileSettings = (config: AppConfig) =>
       maxDelay: Duration.millis(config.reconcileMaxDelayMs)
     })
 
-export const domainLayer = (open: OpenSqlite, deliveryWorker?: URL) =>
+export const domainLayer = (drivers: StorageDrivers, deliveryWorker?: URL) =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
       const config = yield* AppConfig
       const baseUrl = Option.getOrElse(config.baseUrl, () => `http://localhost:${config.port}`).replace(/\/+$/, "")
       const storage = fingerprintLayer(config.fingerprintKey).pipe(
-        Layer.provideMerge(storageLayer(config.databaseUrl, open))
+        Layer.provideMerge(storageLayer(config.databaseUrl, drivers))
       )
       const ports = Layer.mergeAll(
         storage,
@@ -89,7 +90,7 @@ export const domainLayer = (open: OpenSqlite, deliveryWorker?: URL) =>
     })
   )
 
-export const appLayer = (open: OpenSqlite, deliveryWorker?: URL) =>
+export const appLayer = (drivers: StorageDrivers, deliveryWorker?: URL) =>
   Layer.unwrapEffect(
     Effect.map(Effect.all([AppConfig, TelemetryConfig, tracingEnabled]), ([config, { logFormat }, tracing]) => {
       const { limiters, shared } = rateLimits(config)
@@ -112,7 +113,7 @@ export const appLayer = (open: OpenSqlite, deliveryWorker?: URL) =>
         Layer.provideMerge(
           config.cardNetwork === "sandbox" ? Layer.merge(runWorkers, firstClient) : runWorkers
         ),
-        Layer.provideMerge(domainLayer(open, deliveryWorker)),
+        Layer.provideMerge(domainLayer(drivers, deliveryWorker)),
         Layer.provideMerge(telemetryLayer)
       )
     })

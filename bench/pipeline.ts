@@ -175,7 +175,7 @@ const main = Effect.gen(function*() {
 })
 
 try {
-  await Effect.runPromise(Effect.scoped(Effect.provide(main, appLayer(openBetterSqlite3))))
+  await Effect.runPromise(Effect.scoped(Effect.provide(main, appLayer({ openSqlite: openBetterSqlite3 }))))
 } finally {
   rmSync(dataDir, { recursive: true, force: true })
 }

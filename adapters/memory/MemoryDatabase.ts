@@ -50,6 +50,8 @@ export interface Tables {
     readonly attempts: number
     readonly lastError?: string
   }>
+  // Secrets the service keeps for itself (ServiceSecrets), by name.
+  secrets: Map<string, string>
   // The last id given per serial column.
   serials: { subscription: number; outbox: number; delivery: number }
 }
@@ -72,6 +74,7 @@ const copy = (t: Tables): Tables => ({
   endpoints: new Map(t.endpoints),
   events: new Map(t.events),
   deliveries: new Map(t.deliveries),
+  secrets: new Map(t.secrets),
   serials: { ...t.serials }
 })
 
@@ -94,6 +97,7 @@ export const layer = Layer.effect(
       endpoints: new Map(),
       events: new Map(),
       deliveries: new Map(),
+      secrets: new Map(),
       serials: { subscription: 0, outbox: 0, delivery: 0 }
     })
     return { tables, lock: yield* Effect.makeSemaphore(1) }

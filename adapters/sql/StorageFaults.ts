@@ -1,25 +1,40 @@
-import { Cause } from "effect"
-
 // Which storage errors mean "the database cannot take this now; the same request later may succeed": the
 // database is away (refused, reset, shutting down, starting, in recovery) or out of room (a full disk, an I/O
-// error, a lock held past busy_timeout, a file it cannot open). Both drivers' errors are classified here,
-// where their codes are known; everything else (a constraint, a syntax error, a bug) stays an internal error.
+// error, a lock held past busy_timeout, a file it cannot open). The three drivers' errors (SQLite, PostgreSQL,
+// MariaDB through mysql2) are classified here, where their codes are known; everything else (a constraint, a syntax error, a bug) stays an internal error.
 // The stores turn every SqlError into a defect, so the fault is found on the defect's chain of causes.
 const sqlitePrimary = new Set([5, 6, 7, 10, 13, 14]) // BUSY, LOCKED, NOMEM, IOERR, FULL, CANTOPEN
 const sqliteNames = /^SQLITE_(BUSY|LOCKED|NOMEM|IOERR|FULL|CANTOPEN)/
 const pgClasses = /^(08|53|57P0[1-3])/
+// MariaDB's (mysql2's): the connection lost or refused, the server shutting down or out of connections, a full
+// disk or table, a lock wait past innodb_lock_wait_timeout, a read-only server.
+const mysqlCodes = new Set([
+  "PROTOCOL_CONNECTION_LOST",
+  "ER_SERVER_SHUTDOWN",
+  "ER_CON_COUNT_ERROR",
+  "ER_CONNECTION_KILLED",
+  "ER_DISK_FULL",
+  "ER_RECORD_FILE_FULL",
+  "ER_OUT_OF_RESOURCES",
+  "ER_LOCK_WAIT_TIMEOUT",
+  "ER_OPTION_PREVENTS_STATEMENT",
+  "ER_READ_ONLY_MODE"
+])
 const systemCodes = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH"])
-const pgMessages =
-  /Connection terminated|connection timeout|timeout exceeded when trying to connect|not queryable|database or disk is full|disk I\/O error|database is locked/i
+const faultMessages =
+  /Connection terminated|connection timeout|timeout exceeded when trying to connect|not queryable|database or disk is full|disk I\/O error|database is locked|connection is in closed state|Pool is closed/i
 
 const isFault = (e: unknown): boolean => {
   if (typeof e !== "object" || e === null) return false
   const { code, errcode, message } = e as { code?: unknown; errcode?: unknown; message?: unknown }
   if (typeof errcode === "number" && sqlitePrimary.has(errcode & 0xff)) return true
-  if (typeof code === "string" && (sqliteNames.test(code) || pgClasses.test(code) || systemCodes.has(code))) {
+  if (
+    typeof code === "string" &&
+    (sqliteNames.test(code) || pgClasses.test(code) || systemCodes.has(code) || mysqlCodes.has(code))
+  ) {
     return true
   }
-  return typeof message === "string" && pgMessages.test(message)
+  return typeof message === "string" && faultMessages.test(message)
 }
 
 // The error, or any of its causes (SqlError's `cause`, an AggregateError's `errors`), is such a fault.
@@ -29,10 +44,4 @@ export const isStorageUnavailable = (e: unknown, depth = 0): boolean => {
   const { cause, errors } = e as { cause?: unknown; errors?: unknown }
   return isStorageUnavailable(cause, depth + 1) ||
     (Array.isArray(errors) && errors.some((inner) => isStorageUnavailable(inner, depth + 1)))
-}
-
-// A failed request, pass or probe whose failures and defects are all storage faults.
-export const causeIsStorageUnavailable = (cause: Cause.Cause<unknown>): boolean => {
-  const all = [...Cause.failures(cause), ...Cause.defects(cause)]
-  return all.length > 0 && all.every((e) => isStorageUnavailable(e))
 }

@@ -2,7 +2,6 @@ import { Args, Command, Options, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Console, DateTime, Effect, Layer, Redacted, Schema } from "effect"
 import { layer as CryptoTokens } from "../../adapters/crypto/CryptoTokens.ts"
-import { layer as SqlClientDirectory } from "../../adapters/sql/SqlClientDirectory.ts"
 import { openBetterSqlite3 } from "../../adapters/sqlite/BetterSqlite3.ts"
 import { ClientKeys, type ClientNotFound } from "../../core/payments/ClientKeys.ts"
 import { Clients } from "../../core/payments/Clients.ts"
@@ -10,26 +9,29 @@ import { ClientId } from "../../core/payments/Transfer.ts"
 import { FeedName } from "../../core/subscriptions/Feed.ts"
 import { SubscriberDirectory } from "../../core/subscriptions/SubscriberDirectory.ts"
 import { SubscriptionStore } from "../../core/subscriptions/SubscriptionStore.ts"
-import { databaseUrlConfig, storageLayer } from "../compose/Storage.ts"
+import { databaseUrlConfig, storageLayer, storageOf } from "../compose/Storage.ts"
 import { subscribersExport } from "./SubscribersExport.ts"
 
 // `npm run cli -- --help`. Every command works on the database at DATABASE_URL (the service's) and prints one
 // JSON value on stdout for scripts; a failure is a message on stderr and exit code 1. Keys are printed once,
 // when made; listings never show a key or its hash.
+// A storage in another process's memory (`memory:`) is out of reach: refused, not opened empty.
 const StorageLive = Layer.unwrapEffect(
-  Effect.map(
-    databaseUrlConfig,
-    (databaseUrl) =>
-      Layer.mergeAll(Clients.Default, ClientKeys.Default, SubscriberDirectory.Default).pipe(
-        Layer.provide(SqlClientDirectory),
-        Layer.provide(CryptoTokens),
-        Layer.provideMerge(storageLayer(databaseUrl, openBetterSqlite3))
+  Effect.flatMap(databaseUrlConfig, (databaseUrl) =>
+    storageOf(databaseUrl)?.durable === false
+      ? Effect.fail(
+        new Error(`DATABASE_URL=${databaseUrl} lives in the service's own process: the CLI cannot reach it.`)
       )
-  )
+      : Effect.succeed(
+        Layer.mergeAll(Clients.Default, ClientKeys.Default, SubscriberDirectory.Default).pipe(
+          Layer.provide(CryptoTokens),
+          Layer.provideMerge(storageLayer(databaseUrl, { openSqlite: openBetterSqlite3 }))
+        )
+      ))
 )
 // Storage is opened for a command's handler only, not for --help or a usage error.
 const stored = <Name extends string, R, E, A>(command: Command.Command<Name, R, E, A>) =>
-  Command.provide(command, Layer.orDie(StorageLive))
+  Command.provide(command, StorageLive)
 
 const json = (value: unknown) => Console.log(JSON.stringify(value))
 const iso = (time: DateTime.DateTime) => DateTime.formatIso(time)

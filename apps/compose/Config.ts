@@ -1,7 +1,7 @@
-import { Config } from "effect"
+import { Config, Option } from "effect"
 import { mailConcurrencyConfig } from "../../adapters/mail/SmtpMailer.ts"
 import { DefaultPendingTtlDays } from "../../core/subscriptions/PendingPurge.ts"
-import { databaseUrlConfig } from "./Storage.ts"
+import { databaseUrlConfig, storageOf } from "./Storage.ts"
 
 // Every setting the service reads, checked at start: a value that cannot be read stops it with a message
 // naming the variable (Effect Config says which), before anything is opened.
@@ -45,5 +45,11 @@ export const AppConfig = Config.all({
   // The receipt file of accepted mails (core/subscriptions/MailReceipts.ts); "off" keeps none. By default beside
   // a SQLite database's file, none on a database server (each instance needs a file of its own).
   mailReceipts: Config.option(Config.string("MAIL_RECEIPTS_FILE"))
-})
+}).pipe(
+  // REDIS_URL shares the rate limits between instances; a storage in one process's memory has no second one.
+  Config.validate({
+    message: "REDIS_URL is for several instances sharing a database; DATABASE_URL=memory: is one process's own",
+    validation: (c) => !(storageOf(c.databaseUrl)?.durable === false && Option.isSome(c.redisUrl))
+  })
+)
 export type AppConfig = Config.Config.Success<typeof AppConfig>

@@ -1,11 +1,11 @@
 import { Console, Effect, Layer, Option, Redacted } from "effect"
 import { layer as HmacFingerprints } from "../../adapters/crypto/HmacFingerprints.ts"
-import { storedSecret } from "../../adapters/sql/StoredSecret.ts"
 import { Clients } from "../../core/payments/Clients.ts"
+import { ServiceSecrets } from "../../core/shared/StorageHealth.ts"
 
 // Keys the service makes for itself when none is configured.
 
-// Without CARD_FINGERPRINT_KEY the key is made once and kept in the database, so fingerprints stay stable.
+// Without CARD_FINGERPRINT_KEY the key is made once and kept in the storage, so fingerprints stay stable.
 export const fingerprintLayer = (configured: Option.Option<Redacted.Redacted<string>>) =>
   Layer.unwrapEffect(
     Option.match(configured, {
@@ -14,10 +14,11 @@ export const fingerprintLayer = (configured: Option.Option<Redacted.Redacted<str
         Effect.logWarning(
           "CARD_FINGERPRINT_KEY is not set: its key is kept in the database next to the fingerprints. Set it in production."
         ).pipe(
-          Effect.zipRight(storedSecret(
-            "card_fingerprint_key",
-            () => Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url")
-          )),
+          Effect.zipRight(Effect.flatMap(ServiceSecrets, (secrets) =>
+            secrets.keep(
+              "card_fingerprint_key",
+              () => Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url")
+            ))),
           Effect.map((key) => HmacFingerprints(Redacted.make(key)))
         )
     })

@@ -1,39 +1,50 @@
 import type { RateLimiter } from "@effect/experimental"
-import type { MigrationError } from "@effect/sql/Migrator"
-import type { SqlClient } from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
-import { Config, ConfigError, Either, Layer } from "effect"
-import type { OpenSqlite } from "../../adapters/sqlite/SqliteDriver.ts"
+import { Config, ConfigError, Data, Either, Layer } from "effect"
+import type { ClientDirectory } from "../../core/payments/ClientDirectory.ts"
 import type { RefundStore } from "../../core/payments/RefundStore.ts"
 import type { TransferStore } from "../../core/payments/TransferStore.ts"
+import type { ServiceSecrets, StorageHealth } from "../../core/shared/StorageHealth.ts"
 import type { SubscriptionStore } from "../../core/subscriptions/SubscriptionStore.ts"
 import type { WebhookStore } from "../../core/webhooks/Webhooks.ts"
+import type { StorageDrivers } from "./storage/Drivers.ts"
 import { MariaDb } from "./storage/MariaDb.ts"
+import { Memory } from "./storage/Memory.ts"
 import { Postgres } from "./storage/Postgres.ts"
 import { Sqlite } from "./storage/Sqlite.ts"
 
-// DATABASE_URL picks the storage adapter: the migrated database, its client and its stores, and the rate limit
-// store (the database's own when several instances share it). A database is one file in ./storage/ and one
-// line in `storages`.
+// DATABASE_URL picks the storage adapter: the ports the service stores through, whatever is behind them (a
+// database, migrated at start, or this process's memory). A storage is one file in ./storage/ and one line in
+// `storages`; nothing outside ./storage/ knows what technology it is.
 export type Storage =
-  | SqlClient
   | SubscriptionStore
   | TransferStore
   | RefundStore
   | WebhookStore
+  | ClientDirectory
+  | StorageHealth
+  | ServiceSecrets
   | RateLimiter.RateLimiterStore
+
+// The storage could not be opened or migrated at start.
+export class StorageStartError extends Data.TaggedError("StorageStartError")<{
+  readonly message: string
+  readonly cause: unknown
+}> {}
 
 export interface StorageAdapter {
   // The DATABASE_URL forms it takes, as the error at start names them.
   readonly forms: ReadonlyArray<string>
   readonly accepts: (databaseUrl: string) => boolean
-  // Several instances may share the database: the rate limits are then kept where they all see them.
+  // Several instances may share the storage: the rate limits are then kept where they all see them. A storage
+  // that is not shared is one process's: the CLI, a process of its own, refuses one that lives in memory.
   readonly shared: boolean
-  readonly layer: (databaseUrl: string, open: OpenSqlite) => Layer.Layer<Storage, SqlError | MigrationError>
+  // Kept outside the process, so that another process (the CLI) or a restart sees it.
+  readonly durable: boolean
+  readonly layer: (databaseUrl: string, drivers: StorageDrivers) => Layer.Layer<Storage, StorageStartError>
 }
 
 // SQLite last: it takes any plain path.
-const storages: ReadonlyArray<StorageAdapter> = [Postgres, MariaDb, Sqlite]
+const storages: ReadonlyArray<StorageAdapter> = [Memory, Postgres, MariaDb, Sqlite]
 
 export const storageOf = (databaseUrl: string): StorageAdapter | undefined =>
   storages.find((s) => s.accepts(databaseUrl))
@@ -51,8 +62,8 @@ export const databaseUrlConfig = Config.string("DATABASE_URL").pipe(
   )
 )
 
-export const storageLayer = (databaseUrl: string, open: OpenSqlite): Layer.Layer<Storage, SqlError | MigrationError> =>
+export const storageLayer = (databaseUrl: string, drivers: StorageDrivers): Layer.Layer<Storage, StorageStartError> =>
   Layer.suspend(() =>
-    storageOf(databaseUrl)?.layer(databaseUrl, open) ??
+    storageOf(databaseUrl)?.layer(databaseUrl, drivers) ??
       Layer.die(new Error("DATABASE_URL: no storage adapter takes it"))
   )

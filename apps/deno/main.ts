@@ -7,7 +7,7 @@ import { BodyTooLarge, RequestPipeline } from "../http/Pipeline.ts"
 
 // The same pipeline as the Node app, served by Deno.serve. Building it here starts the database, the
 // migrations and the outbox worker before the port opens, as the Node app does.
-const runtime = ManagedRuntime.make(appLayer(openNodeSqlite, bundledWorker(import.meta.url)))
+const runtime = ManagedRuntime.make(appLayer({ openSqlite: openNodeSqlite }, bundledWorker(import.meta.url)))
 const pipeline = await runtime.runPromise(RequestPipeline)
 const { port } = await Effect.runPromise(serverOptions)
 

@@ -2,7 +2,6 @@ import { HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, FiberRef } from "effect"
 import { globalValue } from "effect/GlobalValue"
 import { sha256 } from "../../adapters/crypto/Sha256.ts"
-import { causeIsStorageUnavailable } from "../../adapters/sql/StorageFaults.ts"
 import { type ApiError, apiError, isApiError, statusOf } from "./ApiError.ts"
 import { makeRateLimiter, type RateLimit, type RateLimiter } from "./RateLimiter.ts"
 
@@ -93,7 +92,8 @@ export const validHost = (host: string | undefined): boolean => {
 
 export const rateLimited = (wait: number) => apiError("rate_limited", `Too many requests: retry in ${wait} s.`)
 
-// The database is away or cannot take writes (adapters/sql/StorageFaults.ts): nothing was written, and the
+// The storage is away or cannot take writes (StorageHealth.isUnavailable, each adapter's own): nothing was
+// written, and the
 // same request, with the same Idempotency-Key, may succeed a moment later.
 export const StorageRetryAfter = 1
 const storageUnavailable = apiError(
@@ -104,7 +104,12 @@ const storageUnavailable = apiError(
 // How every answer leaves: errors as the documented body (a storage fault is service_unavailable, any other
 // defect is logged and becomes internal_error; an interrupted request, whose client went away, a 499 nobody
 // reads), with the request id on every response.
-export const makeResponder = (baseUrl: string) => {
+export const makeResponder = (baseUrl: string, isUnavailable: (error: unknown) => boolean) => {
+  // A failure whose every error and defect is the storage's being away.
+  const storageAway = (cause: Cause.Cause<unknown>) => {
+    const all = [...Cause.failures(cause), ...Cause.defects(cause)]
+    return all.length > 0 && all.every(isUnavailable)
+  }
   const render = (e: ApiError, requestId: string, headers: Record<string, string> = {}) =>
     HttpServerResponse.unsafeJson(errorBody(baseUrl, e, requestId), { status: statusOf(e), headers })
   const respond = <E, R>(
@@ -117,7 +122,7 @@ export const makeResponder = (baseUrl: string) => {
         if (known !== undefined) return Effect.succeed(render(known, requestId))
         if (Cause.isInterruptedOnly(cause)) return Effect.succeed(HttpServerResponse.empty({ status: 499 }))
         // Not logged per request: the background loops log the outage once (docs/operations.md).
-        if (causeIsStorageUnavailable(cause)) {
+        if (storageAway(cause)) {
           return Effect.succeed(render(storageUnavailable, requestId, { "retry-after": String(StorageRetryAfter) }))
         }
         return Effect.as(

@@ -1,9 +1,7 @@
 import { HttpServerResponse } from "@effect/platform"
-import { SqlClient } from "@effect/sql/SqlClient"
-import { Clock, Effect, Metric } from "effect"
-import { millisOf } from "../../adapters/sql/Dialect.ts"
-import { writeProbe } from "../../adapters/sql/WriteProbe.ts"
+import { Clock, DateTime, Effect, Metric } from "effect"
 import { SiteSettings } from "../../core/shared/SiteSettings.ts"
+import { type Backlog, StorageHealth } from "../../core/shared/StorageHealth.ts"
 import { Api, Health } from "./Api.ts"
 import { apiError } from "./ApiError.ts"
 import { group } from "./ApiHandlers.ts"
@@ -33,30 +31,25 @@ const webhookGauges = outboxGauges("webhook")
 
 export const MetaLive = group(Api, "meta", (handlers) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient
+    const storage = yield* StorageHealth
     const { baseUrl } = yield* SiteSettings
     const spec = openApiDocument(Api, baseUrl)
     const docsPage = yield* Effect.cached(scalarPage(documentedApi(Api, baseUrl)))
-    const sample = (gauges: typeof mailGauges, row: { depth: number | string; oldest: unknown } | undefined) =>
+    const sample = (gauges: typeof mailGauges, backlog: Backlog) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        const oldest = row?.oldest === null || row?.oldest === undefined ? now : millisOf(row.oldest)
-        yield* Metric.set(gauges.depth, Number(row?.depth ?? 0))
+        const oldest = backlog.oldestDue === undefined ? now : DateTime.toEpochMillis(backlog.oldestDue)
+        yield* Metric.set(gauges.depth, backlog.depth)
         yield* Metric.set(gauges.oldestDue, Math.max(0, now - oldest) / 1000)
       })
-    const sampleOutbox = Effect.gen(function*() {
-      const [mail] = yield* sql<{ depth: number | string; oldest: unknown }>`SELECT COUNT(*) AS depth,
-        MIN(next_attempt_at) AS oldest FROM mail_outbox WHERE sent_at IS NULL AND next_attempt_at IS NOT NULL`
-      yield* sample(mailGauges, mail)
-      const [webhook] = yield* sql<{ depth: number | string; oldest: unknown }>`SELECT COUNT(*) AS depth,
-        MIN(d.next_attempt_at) AS oldest FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-        WHERE d.delivered_at IS NULL AND e.disabled_at IS NULL`
-      yield* sample(webhookGauges, webhook)
-    }).pipe(Effect.orDie)
+    const sampleOutbox = Effect.flatMap(
+      storage.backlogs,
+      ({ mail, webhook }) => Effect.zipRight(sample(mailGauges, mail), sample(webhookGauges, webhook))
+    )
     return handlers
       .handle("healthz", () => healthy)
       .handle("readyz", () =>
-        writeProbe(sql).pipe(
+        storage.probeWrite.pipe(
           Effect.zipRight(healthy),
           Effect.catchAllCause(() =>
             Effect.fail(apiError("service_unavailable", "The database is unreachable or cannot take writes."))

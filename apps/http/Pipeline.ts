@@ -1,6 +1,7 @@
 import { type HttpApi, type HttpApiEndpoint, type HttpApiGroup, HttpServerResponse } from "@effect/platform"
 import { Cause, Context, Effect, Exit, type Fiber, FiberRefs, Layer, Option, Runtime } from "effect"
 import { SiteSettings } from "../../core/shared/SiteSettings.ts"
+import { StorageHealth } from "../../core/shared/StorageHealth.ts"
 import { apiError } from "./ApiError.ts"
 import { groupTag } from "./ApiHandlers.ts"
 import type { RequestHeaders } from "./Caching.ts"
@@ -71,9 +72,9 @@ export interface PipelineOptions {
 export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.HttpApiGroup.Any, E, R>(
   api: HttpApi.HttpApi<ApiId, Groups, E, R>,
   options: PipelineOptions
-): Effect.Effect<Pipeline, never, HttpApiGroup.ApiGroup<ApiId, Groups["identifier"]> | SiteSettings> =>
+): Effect.Effect<Pipeline, never, HttpApiGroup.ApiGroup<ApiId, Groups["identifier"]> | SiteSettings | StorageHealth> =>
   Effect.gen(function*() {
-    const { render, respond } = makeResponder((yield* SiteSettings).baseUrl)
+    const { render, respond } = makeResponder((yield* SiteSettings).baseUrl, (yield* StorageHealth).isUnavailable)
     const base = yield* Effect.runtime<never>()
     const shared = Option.getOrUndefined(yield* Effect.serviceOption(SharedLimiter))
     const bodyTooLarge = () => apiError("body_too_large", "The request body is too large.")

@@ -132,5 +132,7 @@ const ServerLive = Layer.scopedDiscard(Effect.gen(function*() {
 // The app (database, migrations, outbox worker) is built before the port opens: a request that arrives
 // while the service starts waits in the kernel's queue instead of hanging on a server that cannot answer yet.
 NodeRuntime.runMain(
-  Layer.launch(ServerLive.pipe(Layer.provide(appLayer(openBetterSqlite3, bundledWorker(import.meta.url)))))
+  Layer.launch(
+    ServerLive.pipe(Layer.provide(appLayer({ openSqlite: openBetterSqlite3 }, bundledWorker(import.meta.url))))
+  )
 )

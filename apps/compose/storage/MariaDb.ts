@@ -4,23 +4,22 @@ import { layer as MariaDbRateLimiterStore } from "../../../adapters/mariadb/Mari
 import { layer as MariaDbSubscriptionStore } from "../../../adapters/mariadb/MariaDbSubscriptionStore.ts"
 import { layer as MariaDbTransferStore } from "../../../adapters/mariadb/MariaDbTransferStore.ts"
 import { layer as MariaDbWebhookStore } from "../../../adapters/mariadb/MariaDbWebhookStore.ts"
-import { runMigrations } from "../../../adapters/sql/Migrations.ts"
 import { storesOver } from "../../../core/shared/Stores.ts"
-import { EventViewsLive } from "../../http/EventViewsLive.ts"
 import type { StorageAdapter } from "../Storage.ts"
+import { sqlStorage } from "./Sql.ts"
 
 export const MariaDb: StorageAdapter = {
   forms: ["mysql://...", "mariadb://..."],
   accepts: (url) => /^(mysql|mariadb):\/\//.test(url),
   shared: true,
+  durable: true,
   layer: (url) =>
-    Layer.mergeAll(
-      storesOver(Layer.merge(MariaDbSubscriptionStore, MariaDbTransferStore)),
-      MariaDbWebhookStore,
-      MariaDbRateLimiterStore
-    ).pipe(
-      Layer.provide(EventViewsLive),
-      Layer.provideMerge(Layer.effectDiscard(runMigrations)),
-      Layer.provideMerge(MariaDbClient(Redacted.make(url)))
+    sqlStorage(
+      Layer.mergeAll(
+        storesOver(Layer.merge(MariaDbSubscriptionStore, MariaDbTransferStore)),
+        MariaDbWebhookStore,
+        MariaDbRateLimiterStore
+      ),
+      MariaDbClient(Redacted.make(url))
     )
 }

@@ -4,23 +4,22 @@ import { layer as PgRateLimiterStore } from "../../../adapters/postgres/PgRateLi
 import { layer as PgSubscriptionStore } from "../../../adapters/postgres/PgSubscriptionStore.ts"
 import { layer as PgTransferStore } from "../../../adapters/postgres/PgTransferStore.ts"
 import { layer as PgWebhookStore } from "../../../adapters/postgres/PgWebhookStore.ts"
-import { runMigrations } from "../../../adapters/sql/Migrations.ts"
 import { storesOver } from "../../../core/shared/Stores.ts"
-import { EventViewsLive } from "../../http/EventViewsLive.ts"
 import type { StorageAdapter } from "../Storage.ts"
+import { sqlStorage } from "./Sql.ts"
 
 export const Postgres: StorageAdapter = {
   forms: ["postgres://...", "postgresql://..."],
   accepts: (url) => /^postgres(ql)?:\/\//.test(url),
   shared: true,
+  durable: true,
   layer: (url) =>
-    Layer.mergeAll(
-      storesOver(Layer.merge(PgSubscriptionStore, PgTransferStore)),
-      PgWebhookStore,
-      PgRateLimiterStore
-    ).pipe(
-      Layer.provide(EventViewsLive),
-      Layer.provideMerge(Layer.effectDiscard(runMigrations)),
-      Layer.provideMerge(PgClient(Redacted.make(url)))
+    sqlStorage(
+      Layer.mergeAll(
+        storesOver(Layer.merge(PgSubscriptionStore, PgTransferStore)),
+        PgWebhookStore,
+        PgRateLimiterStore
+      ),
+      PgClient(Redacted.make(url))
     )
 }

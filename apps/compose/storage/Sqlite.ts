@@ -2,13 +2,12 @@ import { RateLimiter } from "@effect/experimental"
 import { Layer } from "effect"
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
-import { runMigrations } from "../../../adapters/sql/Migrations.ts"
 import { layer as SqliteClient } from "../../../adapters/sqlite/SqliteClient.ts"
 import * as SqliteStores from "../../../adapters/sqlite/SqliteStores.ts"
 import { layer as SqliteWebhookStore } from "../../../adapters/sqlite/SqliteWebhookStore.ts"
 import { storesOver } from "../../../core/shared/Stores.ts"
-import { EventViewsLive } from "../../http/EventViewsLive.ts"
 import type { StorageAdapter } from "../Storage.ts"
+import { sqlStorage } from "./Sql.ts"
 
 // The file a `sqlite:PATH` or plain-path DATABASE_URL names (":memory:" for none).
 export const sqliteFilename = (url: string) => url.replace(/^sqlite:/, "")
@@ -18,18 +17,18 @@ export const Sqlite: StorageAdapter = {
   forms: ["sqlite:PATH", "PATH (a plain path, no scheme://)"],
   accepts: (url) => url.startsWith("sqlite:") || !/^[a-z][a-z0-9+.-]*:\/\//i.test(url),
   shared: false,
-  layer: (url, open) =>
+  durable: true,
+  layer: (url, { openSqlite }) =>
     Layer.suspend(() => {
       const filename = sqliteFilename(url)
       if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
-      return Layer.mergeAll(
-        storesOver(Layer.merge(SqliteStores.subscriptionStorage, SqliteStores.transferStorage)),
-        SqliteWebhookStore,
-        RateLimiter.layerStoreMemory
-      ).pipe(
-        Layer.provide(EventViewsLive),
-        Layer.provideMerge(Layer.effectDiscard(runMigrations)),
-        Layer.provideMerge(SqliteClient({ filename, open }))
+      return sqlStorage(
+        Layer.mergeAll(
+          storesOver(Layer.merge(SqliteStores.subscriptionStorage, SqliteStores.transferStorage)),
+          SqliteWebhookStore,
+          RateLimiter.layerStoreMemory
+        ),
+        SqliteClient({ filename, open: openSqlite })
       )
     })
 }
