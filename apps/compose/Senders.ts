@@ -11,6 +11,7 @@ import { MailReceipts, noReceipts } from "../../core/subscriptions/MailReceipts.
 import type { WebhookSender } from "../../core/webhooks/Webhooks.ts"
 import { countedMailer } from "../http/Observability.ts"
 import type { AppConfig } from "./Config.ts"
+import { storageOf } from "./Storage.ts"
 import { Sqlite, sqliteFilename } from "./storage/Sqlite.ts"
 
 // What the service sends to: mail, webhooks and the card network, each adapter picked from the configuration.
@@ -21,7 +22,7 @@ export const receiptFile = (config: AppConfig): string | undefined =>
   Option.match(config.mailReceipts, {
     onSome: (path) => (path === "off" ? undefined : path),
     onNone: () => {
-      if (!Sqlite.accepts(config.databaseUrl)) return undefined
+      if (storageOf(config.databaseUrl) !== Sqlite) return undefined
       const filename = sqliteFilename(config.databaseUrl)
       return filename === ":memory:" ? undefined : `${filename}-mail-receipts`
     }
