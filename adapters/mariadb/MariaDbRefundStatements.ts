@@ -1,5 +1,6 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, identity } from "effect"
+import { UnsettledRefunds } from "../../core/payments/Refund.ts"
 import type { TransferStorageShape, TransferTx } from "../../core/payments/TransferStorage.ts"
 import { listRefunds, RefundColumns, refundOutcomeRow, type RefundRow, refundRow, toRefund } from "../sql/RefundRows.ts"
 import { toTransfer, TransferColumns, type TransferRow } from "../sql/TransferRows.ts"
@@ -48,7 +49,7 @@ export const mariaDbRefundStorage = (
   const unsettled = reconciliation(sql, "refunds", refundColumns, (row: RefundRow, attempts) => ({
     refund: toRefund(row),
     attempts
-  }))
+  }), UnsettledRefunds)
   return {
     getRefund: (client, id) =>
       Effect.orDie(first(

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, identity, Layer } from "effect"
-import type { ClientId, TransferId } from "../../core/payments/Transfer.ts"
+import { type ClientId, type TransferId, UnsettledTransfers } from "../../core/payments/Transfer.ts"
 import { TransferStorage, type TransferTx } from "../../core/payments/TransferStorage.ts"
 import {
   answerColumns,
@@ -50,7 +50,7 @@ export const make = Effect.gen(function*() {
   const unsettled = reconciliation(sql, "transfers", transferColumns, (row: TransferRow, attempts) => ({
     transfer: toTransfer(row),
     attempts
-  }))
+  }), UnsettledTransfers)
 
   const statements: Statements<TransferTx> = {
     ...eventStatements(sql),

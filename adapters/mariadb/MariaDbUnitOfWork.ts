@@ -2,8 +2,10 @@ import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { Fragment, Statement } from "@effect/sql/Statement"
 import { DateTime, Effect, Option, Record } from "effect"
+import type { UnsettledRule } from "../../core/payments/Transfer.ts"
 import type { NewEvent } from "../../core/webhooks/Events.ts"
 import type { EndpointId } from "../../core/webhooks/Webhooks.ts"
+import { sqlStrings, unsettledCondition } from "../sql/Dialect.ts"
 import { insertEvent, liveEndpointOf, liveEndpoints } from "../sql/EventRows.ts"
 import { errnoOf, transactionOn } from "./MariaDbClient.ts"
 
@@ -63,20 +65,25 @@ export const reconciliation = <Row, A>(
   sql: SqlClient,
   table: "transfers" | "refunds",
   columns: string,
-  of: (row: Row, attempts: number) => A
-) => ({
-  claim: (now: DateTime.Utc, pendingBefore: DateTime.Utc, leaseUntil: DateTime.Utc, limit: number) =>
-    claim(sql, table, sql`reconcile_at = ${ms(leaseUntil)}`)(
-      sql<Row & { id: string; reconcile_attempts: number }>`SELECT ${sql.literal(columns)}, reconcile_attempts
-        FROM ${sql(table)} FORCE INDEX (${sql(`${table}_unsettled`)}) WHERE status IN ('pending', 'unknown')
-        AND (status = 'unknown' OR created_at <= ${ms(pendingBefore)})
+  of: (row: Row, attempts: number) => A,
+  rule: UnsettledRule<string>
+) => {
+  // The condition around its one parameter, the pending lease's end.
+  const [beforeLease, afterLease] = unsettledCondition(rule, "\u0000").split("\u0000")
+  return {
+    claim: (now: DateTime.Utc, pendingBefore: DateTime.Utc, leaseUntil: DateTime.Utc, limit: number) =>
+      claim(sql, table, sql`reconcile_at = ${ms(leaseUntil)}`)(
+        sql<Row & { id: string; reconcile_attempts: number }>`SELECT ${sql.literal(columns)}, reconcile_attempts
+        FROM ${sql(table)} FORCE INDEX (${sql(`${table}_unsettled`)})
+        WHERE ${sql.literal(beforeLease!)}${ms(pendingBefore)}${sql.literal(afterLease!)}
         AND (reconcile_at IS NULL OR reconcile_at <= ${ms(now)})
         ORDER BY created_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`
-    ).pipe(Effect.map((rows) => rows.map((row) => of(row, Number(row.reconcile_attempts)))), Effect.orDie),
-  later: (id: string, attempts: number, next: DateTime.Utc) =>
-    Effect.orDie(sql`UPDATE ${sql(table)} SET reconcile_attempts = ${attempts}, reconcile_at = ${ms(next)}
-      WHERE id = ${id} AND status IN ('pending', 'unknown')`)
-})
+      ).pipe(Effect.map((rows) => rows.map((row) => of(row, Number(row.reconcile_attempts)))), Effect.orDie),
+    later: (id: string, attempts: number, next: DateTime.Utc) =>
+      Effect.orDie(sql`UPDATE ${sql(table)} SET reconcile_attempts = ${attempts}, reconcile_at = ${ms(next)}
+      WHERE id = ${id} AND status IN (${sql.literal(sqlStrings(rule.all))})`)
+  }
+}
 
 // Events as the stores write them, in their transaction: the event, then one delivery for each endpoint core chose.
 export const eventStatements = (sql: SqlClient) => ({

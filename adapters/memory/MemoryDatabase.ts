@@ -1,7 +1,7 @@
 import { Context, DateTime, Effect, Exit, Layer } from "effect"
 import type { KeyRecord } from "../../core/payments/Idempotency.ts"
 import type { Refund } from "../../core/payments/Refund.ts"
-import type { Transfer } from "../../core/payments/Transfer.ts"
+import type { Transfer, UnsettledRule } from "../../core/payments/Transfer.ts"
 import type { ApiClient } from "../../core/payments/TransferStore.ts"
 import { DefaultFeed, Feed } from "../../core/subscriptions/Feed.ts"
 import type { Subscription } from "../../core/subscriptions/Subscription.ts"
@@ -131,6 +131,15 @@ export const unitOfWork = <Tx extends object>(db: MemoryDatabaseShape, statement
 }
 
 export const millis = DateTime.toEpochMillis
+
+// Core's unsettled rule (UnsettledTransfers, UnsettledRefunds) on one row, as the SQL stores' condition reads it.
+export const unsettledAt = (
+  rule: UnsettledRule<string>,
+  row: { readonly status: string; readonly createdAt: DateTime.Utc },
+  pendingBefore: DateTime.Utc
+): boolean =>
+  rule.anyAge.includes(row.status) ||
+  (rule.afterLease.includes(row.status) && millis(row.createdAt) <= millis(pendingBefore))
 // Newest first by created time, then id, as the SQL stores list.
 export const newestFirst = <A extends { readonly id: string }>(createdAt: (a: A) => DateTime.Utc) => (x: A, y: A) =>
   millis(createdAt(y)) - millis(createdAt(x)) || (x.id < y.id ? 1 : x.id > y.id ? -1 : 0)

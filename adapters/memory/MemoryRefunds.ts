@@ -1,8 +1,8 @@
 import { type Effect, Option } from "effect"
-import { Refund } from "../../core/payments/Refund.ts"
+import { Refund, UnsettledRefunds } from "../../core/payments/Refund.ts"
 import { type ClientId, Transfer, type TransferId } from "../../core/payments/Transfer.ts"
 import type { TransferStorageShape, TransferTx } from "../../core/payments/TransferStorage.ts"
-import { millis, newestFirst, type Statements, type Tables } from "./MemoryDatabase.ts"
+import { millis, newestFirst, type Statements, type Tables, unsettledAt } from "./MemoryDatabase.ts"
 
 // Refunds in memory: the refund operations of the transfer storage port, over MemoryDatabase's tables.
 
@@ -73,7 +73,7 @@ export const memoryRefundReads = (t: Tables, read: <A>(f: () => A) => Effect.Eff
     claimUnsettledRefunds: (now, pendingBefore, leaseUntil, limit) =>
       read(() => {
         const due = [...t.refunds.values()].filter(({ reconcileAt, refund: r }) =>
-          (r.status === "unknown" || (r.status === "pending" && millis(r.createdAt) <= millis(pendingBefore))) &&
+          unsettledAt(UnsettledRefunds, r, pendingBefore) &&
           (reconcileAt === undefined || millis(reconcileAt) <= millis(now))
         ).sort((a, b) => millis(a.refund.createdAt) - millis(b.refund.createdAt)).slice(0, limit)
         for (const row of due) t.refunds.set(row.refund.id, { ...row, reconcileAt: leaseUntil })
@@ -82,7 +82,7 @@ export const memoryRefundReads = (t: Tables, read: <A>(f: () => A) => Effect.Eff
     reconcileRefundLater: (id, attempts, next) =>
       read(() => {
         const row = t.refunds.get(id)
-        if (row !== undefined && (row.refund.status === "pending" || row.refund.status === "unknown")) {
+        if (row !== undefined && UnsettledRefunds.all.includes(row.refund.status)) {
           t.refunds.set(id, { ...row, attempts, reconcileAt: next })
         }
       })

@@ -1,7 +1,7 @@
 import { Effect, Layer, Option } from "effect"
 import type { CurrencyCode } from "../../core/payments/Currency.ts"
 import { KeptAnswer } from "../../core/payments/Idempotency.ts"
-import { type ClientId, Transfer } from "../../core/payments/Transfer.ts"
+import { BalanceStatuses, type ClientId, Transfer, UnsettledTransfers } from "../../core/payments/Transfer.ts"
 import { TransferStorage, type TransferTx } from "../../core/payments/TransferStorage.ts"
 import {
   atomically,
@@ -10,7 +10,8 @@ import {
   newestFirst,
   type Statements,
   type Tables,
-  unitOfWork
+  unitOfWork,
+  unsettledAt
 } from "./MemoryDatabase.ts"
 import { memoryEventStatements } from "./MemoryEvents.ts"
 import { memoryRefundReads, memoryRefundStatements } from "./MemoryRefunds.ts"
@@ -135,7 +136,7 @@ export const layer = Layer.effect(
         read(() => {
           const sums = new Map<string, { merchantId: string; currency: CurrencyCode; amount: bigint }>()
           for (const x of own(client)) {
-            if (x.status !== "approved") continue
+            if (!BalanceStatuses.includes(x.status)) continue
             const k = `${x.recipient.merchant_id}\u0000${x.currency}`
             const sum = sums.get(k) ?? { merchantId: x.recipient.merchant_id, currency: x.currency, amount: 0n }
             sums.set(k, { ...sum, amount: sum.amount + x.amount - x.amountRefunded })
@@ -147,7 +148,7 @@ export const layer = Layer.effect(
       claimUnsettled: (now, pendingBefore, leaseUntil, limit) =>
         read(() => {
           const due = [...t.transfers.values()].filter(({ reconcileAt, transfer: x }) =>
-            (x.status === "unknown" || (x.status === "pending" && millis(x.createdAt) <= millis(pendingBefore))) &&
+            unsettledAt(UnsettledTransfers, x, pendingBefore) &&
             (reconcileAt === undefined || millis(reconcileAt) <= millis(now))
           ).sort((a, b) => millis(a.transfer.createdAt) - millis(b.transfer.createdAt)).slice(0, limit)
           for (const row of due) t.transfers.set(row.transfer.id, { ...row, reconcileAt: leaseUntil })
@@ -156,7 +157,7 @@ export const layer = Layer.effect(
       reconcileLater: (id, attempts, next) =>
         read(() => {
           const row = t.transfers.get(id)
-          if (row !== undefined && (row.transfer.status === "pending" || row.transfer.status === "unknown")) {
+          if (row !== undefined && UnsettledTransfers.all.includes(row.transfer.status)) {
             t.transfers.set(id, { ...row, attempts, reconcileAt: next })
           }
         }),

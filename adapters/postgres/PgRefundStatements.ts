@@ -1,6 +1,8 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
+import { UnsettledRefunds } from "../../core/payments/Refund.ts"
 import type { TransferStorageShape, TransferTx } from "../../core/payments/TransferStorage.ts"
+import { sqlStrings, unsettledCondition } from "../sql/Dialect.ts"
 import { listRefunds, RefundColumns, refundOutcomeRow, type RefundRow, refundRow, toRefund } from "../sql/RefundRows.ts"
 import { toTransfer, TransferColumns, type TransferRow } from "../sql/TransferRows.ts"
 import { type PgDirectShape, statement } from "./PgClient.ts"
@@ -41,14 +43,16 @@ const refundById = statement("refund_by_id", `SELECT ${RefundColumns} FROM refun
 const claimUnsettled = statement(
   "claim_unsettled_refunds",
   `UPDATE refunds SET reconcile_at = $3 WHERE id IN (
-     SELECT id FROM refunds WHERE status IN ('pending', 'unknown') AND (status = 'unknown' OR created_at <= $2)
+     SELECT id FROM refunds WHERE ${unsettledCondition(UnsettledRefunds, "$2")}
        AND (reconcile_at IS NULL OR reconcile_at <= $1)
      ORDER BY created_at LIMIT $4 FOR UPDATE SKIP LOCKED)
    RETURNING ${RefundColumns}, reconcile_attempts`
 )
 const reconcileLater = statement(
   "reconcile_refund_later",
-  `UPDATE refunds SET reconcile_attempts = $2, reconcile_at = $3 WHERE id = $1 AND status IN ('pending', 'unknown')`
+  `UPDATE refunds SET reconcile_attempts = $2, reconcile_at = $3 WHERE id = $1 AND status IN (${
+    sqlStrings(UnsettledRefunds.all)
+  })`
 )
 
 export type RefundTx = Pick<

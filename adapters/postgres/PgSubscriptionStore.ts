@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { type DateTime, Effect, Layer } from "effect"
+import { AwaitsConfirmation } from "../../core/subscriptions/Subscription.ts"
 import { SubscriptionStorage, type SubscriptionTx } from "../../core/subscriptions/SubscriptionStorage.ts"
 import { liveEndpointOf, pgEventValues, pgInsertEvent, pgLiveEndpoints } from "../sql/EventRows.ts"
 import {
@@ -101,7 +102,8 @@ const insertTokens = statement(
   `INSERT INTO subscription_tokens (hash, subscription_id, purpose, created_at, expires_at)
    SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::timestamptz[], $5::timestamptz[])`
 )
-// The combined insertPendingTokens: the mails' subscriptions, and the tokens of those still pending.
+// The combined insertPendingTokens: the mails' subscriptions, and the tokens of those still awaiting confirmation
+// (core's AwaitsConfirmation, $7).
 const insertPendingTokens = statement(
   "insert_pending_tokens",
   `WITH found AS (SELECT ${SubscriptionColumns} FROM subscriptions WHERE id = ANY($6::bigint[])),
@@ -109,7 +111,7 @@ const insertPendingTokens = statement(
      INSERT INTO subscription_tokens (hash, subscription_id, purpose, created_at, expires_at)
      SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::timestamptz[], $5::timestamptz[])
        AS t (hash, subscription_id, purpose, created_at, expires_at)
-     WHERE t.subscription_id IN (SELECT id FROM found WHERE status = 'pending')
+     WHERE t.subscription_id IN (SELECT id FROM found WHERE status = $7)
    )
    SELECT ${SubscriptionColumns} FROM found`
 )
@@ -207,7 +209,11 @@ export const make = Effect.gen(function*() {
           Effect.orDie
         ),
       insertPendingTokens: (mails, now) =>
-        direct.query(insertPendingTokens, [...tokenColumns(mails, now), mails.map((m) => m.subscriptionId)]).pipe(
+        direct.query(insertPendingTokens, [
+          ...tokenColumns(mails, now),
+          mails.map((m) => m.subscriptionId),
+          AwaitsConfirmation
+        ]).pipe(
           Effect.map((rows) => rows.map(subscriptionOf)),
           Effect.orDie
         )

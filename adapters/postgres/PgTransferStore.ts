@@ -1,7 +1,8 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
-import type { ClientId, TransferId } from "../../core/payments/Transfer.ts"
+import { BalanceStatuses, type ClientId, type TransferId, UnsettledTransfers } from "../../core/payments/Transfer.ts"
 import { TransferStorage, type TransferTx } from "../../core/payments/TransferStorage.ts"
+import { sqlStrings, unsettledCondition } from "../sql/Dialect.ts"
 import { liveEndpointOf, pgEventValues, pgInsertEvent, pgLiveEndpoints } from "../sql/EventRows.ts"
 import {
   answerColumns,
@@ -67,14 +68,16 @@ const insertEvent = statement("insert_event", pgInsertEvent)
 const claimUnsettled = statement(
   "claim_unsettled",
   `UPDATE transfers SET reconcile_at = $3 WHERE id IN (
-     SELECT id FROM transfers WHERE status IN ('pending', 'unknown') AND (status = 'unknown' OR created_at <= $2)
+     SELECT id FROM transfers WHERE ${unsettledCondition(UnsettledTransfers, "$2")}
        AND (reconcile_at IS NULL OR reconcile_at <= $1)
      ORDER BY created_at LIMIT $4 FOR UPDATE SKIP LOCKED)
    RETURNING ${TransferColumns}, reconcile_attempts`
 )
 const reconcileLater = statement(
   "reconcile_later",
-  `UPDATE transfers SET reconcile_attempts = $2, reconcile_at = $3 WHERE id = $1 AND status IN ('pending', 'unknown')`
+  `UPDATE transfers SET reconcile_attempts = $2, reconcile_at = $3 WHERE id = $1 AND status IN (${
+    sqlStrings(UnsettledTransfers.all)
+  })`
 )
 // A batch per statement, skipping rows another transaction holds: no lock is held long.
 const pruneKeys = statement(
@@ -162,7 +165,7 @@ export const make = Effect.gen(function*() {
       sql<BalanceRow>`
         SELECT recipient_merchant_id AS merchant_id, currency, CAST(SUM(amount - amount_refunded) AS TEXT) AS total
         FROM transfers
-        WHERE client_id = ${client} AND status = 'approved'
+        WHERE client_id = ${client} AND status IN (${sql.literal(sqlStrings(BalanceStatuses))})
         GROUP BY recipient_merchant_id, currency ORDER BY recipient_merchant_id, currency`.pipe(
         Effect.map((rows) => rows.map(toBalance)),
         Effect.orDie

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
+import type { UnsettledRule } from "../../core/payments/Transfer.ts"
 
 // What differs between SQLite, PostgreSQL and MySQL/MariaDB, in one place, so the migrations and the stores keep
 // one text of SQL. Times: INTEGER milliseconds in SQLite, timestamptz in PostgreSQL, BIGINT milliseconds in
@@ -39,3 +40,16 @@ export const Dialect = Effect.map(SqlClient, (sql) => {
 
 // A time column or aggregate as read back: a Date from PostgreSQL, a number from SQLite and MariaDB.
 export const millisOf = (value: unknown): number => (value instanceof Date ? value.getTime() : Number(value))
+
+// Values core decides (statuses) as SQL string literals, for statements written once at load: a literal, not a
+// parameter, so that the partial indexes whose condition names the same values still serve the statement.
+export const sqlStrings = (values: ReadonlyArray<string>): string =>
+  values.map((v) => `'${v.replaceAll("'", "''")}'`).join(", ")
+
+// Core's unsettled rule (UnsettledTransfers, UnsettledRefunds) as a condition on a table's status and created_at,
+// `createdBefore` the placeholder of the pending lease's end. It starts with `status IN (all)`, the condition of
+// the table's partial index.
+export const unsettledCondition = (rule: UnsettledRule<string>, createdBefore: string): string =>
+  `status IN (${sqlStrings(rule.all)}) AND (status IN (${sqlStrings(rule.anyAge)}) OR (status IN (${
+    sqlStrings(rule.afterLease)
+  }) AND created_at <= ${createdBefore}))`

@@ -5,9 +5,16 @@ import type { CardErrorCode } from "../../core/payments/CardNetwork.ts"
 import type { CurrencyCode } from "../../core/payments/Currency.ts"
 import { KeptAnswer, type KeyRecord, type RequestHash } from "../../core/payments/Idempotency.ts"
 import type { RefundId } from "../../core/payments/Refund.ts"
-import { type ClientId, type Reference, Transfer, type TransferId } from "../../core/payments/Transfer.ts"
+import {
+  BalanceStatuses,
+  type ClientId,
+  type Reference,
+  Transfer,
+  type TransferId,
+  type TransferStatus
+} from "../../core/payments/Transfer.ts"
 import type { TransferStorageShape } from "../../core/payments/TransferStorage.ts"
-import { millisOf } from "./Dialect.ts"
+import { millisOf, sqlStrings } from "./Dialect.ts"
 
 // Rows of the transfer tables and their mapping to the domain, shared by the SQLite, PostgreSQL and MariaDB stores.
 
@@ -18,7 +25,7 @@ export interface TransferRow {
   readonly amount: number | bigint | string
   readonly amount_refunded: number | bigint | string
   readonly currency: string
-  readonly status: "pending" | "unknown" | "approved" | "declined"
+  readonly status: TransferStatus
   readonly sender_first_name: string
   readonly sender_middle_name: string | null
   readonly sender_email: string
@@ -181,7 +188,7 @@ export const listTransfers = (sql: SqlClient, columns: string): TransferStorageS
 // for any total, never a float. SQLite's and MariaDB's text (`?` parameters).
 export const Balance = `SELECT recipient_merchant_id AS merchant_id, currency,
   CAST(SUM(amount - amount_refunded) AS TEXT) AS total
-  FROM transfers WHERE client_id = ? AND status = 'approved'
+  FROM transfers WHERE client_id = ? AND status IN (${sqlStrings(BalanceStatuses)})
   GROUP BY recipient_merchant_id, currency ORDER BY recipient_merchant_id, currency`
 export interface BalanceRow {
   readonly merchant_id: string

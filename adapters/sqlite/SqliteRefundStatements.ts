@@ -1,5 +1,7 @@
 import { DateTime, Option } from "effect"
+import { UnsettledRefunds } from "../../core/payments/Refund.ts"
 import type { TransferStorageShape, TransferTx } from "../../core/payments/TransferStorage.ts"
+import { sqlStrings, unsettledCondition } from "../sql/Dialect.ts"
 import { RefundColumns, refundOutcomeRow, type RefundRow, refundRow, toRefund } from "../sql/RefundRows.ts"
 import { toTransfer, TransferColumns, type TransferRow } from "../sql/TransferRows.ts"
 import type { SqliteDirectShape } from "./SqliteClient.ts"
@@ -31,7 +33,7 @@ const insertRefundOf = (row: Record<string, unknown>) =>
 const updateOutcome = `UPDATE refunds SET status = ?, failure_reason = ?, reconciled_at = ?, reconcile_at = NULL
   WHERE id = ? AND status = ?`
 const unsettled = `SELECT ${RefundColumns}, reconcile_attempts FROM refunds
-  WHERE status IN ('pending', 'unknown') AND (status = 'unknown' OR created_at <= ?)
+  WHERE ${unsettledCondition(UnsettledRefunds, "?")}
     AND (reconcile_at IS NULL OR reconcile_at <= ?)
   ORDER BY created_at LIMIT ?`
 
@@ -93,7 +95,9 @@ export const sqliteRefundStorage = (
     reconcileRefundLater: (id, attempts, next) =>
       writing((db) =>
         void db.run(
-          `UPDATE refunds SET reconcile_attempts = ?, reconcile_at = ? WHERE id = ? AND status IN ('pending', 'unknown')`,
+          `UPDATE refunds SET reconcile_attempts = ?, reconcile_at = ? WHERE id = ? AND status IN (${
+            sqlStrings(UnsettledRefunds.all)
+          })`,
           [attempts, millis(next), id]
         )
       )

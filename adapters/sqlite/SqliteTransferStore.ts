@@ -1,6 +1,7 @@
 import { DateTime, Effect, Layer, Option } from "effect"
-import type { ClientId, TransferId } from "../../core/payments/Transfer.ts"
+import { type ClientId, type TransferId, UnsettledTransfers } from "../../core/payments/Transfer.ts"
 import { TransferStorage, type TransferTx } from "../../core/payments/TransferStorage.ts"
+import { sqlStrings, unsettledCondition } from "../sql/Dialect.ts"
 import { sqliteEventStatements } from "../sql/EventRows.ts"
 import {
   answerColumns,
@@ -52,7 +53,7 @@ const updateOutcome = (from: number) =>
   reconcile_at = NULL WHERE id = ? AND status IN (${Array.from({ length: from }, () => "?").join(", ")})`
 const updates = [1, 2, 3, 4].map(updateOutcome)
 const unsettled = `SELECT ${TransferColumns}, reconcile_attempts FROM transfers
-  WHERE status IN ('pending', 'unknown') AND (status = 'unknown' OR created_at <= ?)
+  WHERE ${unsettledCondition(UnsettledTransfers, "?")}
     AND (reconcile_at IS NULL OR reconcile_at <= ?)
   ORDER BY created_at LIMIT ?`
 let insertTransfer: string | undefined
@@ -153,7 +154,9 @@ export const layer = Layer.effect(
       reconcileLater: (id, attempts, next) =>
         writing((db) =>
           void db.run(
-            `UPDATE transfers SET reconcile_attempts = ?, reconcile_at = ? WHERE id = ? AND status IN ('pending', 'unknown')`,
+            `UPDATE transfers SET reconcile_attempts = ?, reconcile_at = ? WHERE id = ? AND status IN (${
+              sqlStrings(UnsettledTransfers.all)
+            })`,
             [attempts, millis(next), id]
           )
         ),

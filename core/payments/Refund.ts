@@ -2,7 +2,7 @@ import { DateTime, Either, Schema } from "effect"
 import { CurrencyCode } from "./Currency.ts"
 import { IdempotencyKey, keyExpired } from "./Idempotency.ts"
 import { formatAmount, parseAmount } from "./Money.ts"
-import { ClientId, type Transfer, TransferId } from "./Transfer.ts"
+import { ClientId, type Transfer, TransferId, unsettledRule } from "./Transfer.ts"
 
 // Refunds: money given back from an approved transfer, in full or in parts (docs/refunds.md). The rules of
 // what may be refunded live here, once; core/payments/RefundStore.ts applies them inside the transaction that
@@ -66,8 +66,9 @@ export class Refund extends Schema.Class<Refund>("Refund")({
   reconciledAt: Schema.optional(Schema.DateTimeUtcFromSelf)
 }) {}
 
-// The states an outcome may replace: a final refund is never changed again.
-export const unsettledRefundStatuses: ReadonlyArray<RefundStatus> = ["pending", "unknown"]
+// The refunds the reconciler takes, as UnsettledTransfers says of transfers; a final refund is never changed again.
+export const UnsettledRefunds = unsettledRule<RefundStatus>({ anyAge: ["unknown"], afterLease: ["pending"] })
+export const unsettledRefundStatuses = UnsettledRefunds.all
 
 // A refund counts against its transfer from the moment it is made until it fails: `amount_refunded` is the
 // sum of the pending, unknown and succeeded ones (a refund whose outcome is not known may have moved money).

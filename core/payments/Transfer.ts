@@ -140,9 +140,26 @@ export const awaitsAnswer = (t: Transfer, now: DateTime.Utc, pendingLease: Durat
 export const answersWaitingKeys = (t: Transfer): t is Transfer & { readonly requestHash: string } =>
   t.requestHash !== undefined && (t.status === "unknown" || t.reconciledAt !== undefined)
 
-// The states an outcome may replace: a final transfer is never changed again (by a late request or a second
-// reconciler).
-export const unsettledStatuses: ReadonlyArray<TransferStatus> = ["pending", "unknown"]
+// The rows the reconciler takes (claimUnsettled), as every store builds its condition: those in `anyAge`, whose
+// outcome was lost, at any age, and those in `afterLease`, still waiting for an answer, once created at or
+// before the pending lease (their request died). `all` is both: the states an outcome may replace, in the
+// order the migrations' partial indexes name them.
+export interface UnsettledRule<S extends string> {
+  readonly all: ReadonlyArray<S>
+  readonly anyAge: ReadonlyArray<S>
+  readonly afterLease: ReadonlyArray<S>
+}
+
+export const unsettledRule = <S extends string>(
+  rule: { readonly anyAge: ReadonlyArray<S>; readonly afterLease: ReadonlyArray<S> }
+): UnsettledRule<S> => ({ ...rule, all: [...rule.afterLease, ...rule.anyAge] })
+
+// A final transfer is never changed again (by a late request or a second reconciler).
+export const UnsettledTransfers = unsettledRule<TransferStatus>({ anyAge: ["unknown"], afterLease: ["pending"] })
+export const unsettledStatuses = UnsettledTransfers.all
+
+// The transfers a client's balance sums (net of their amount refunded).
+export const BalanceStatuses: ReadonlyArray<TransferStatus> = ["approved"]
 
 export class InvalidTransfer extends Schema.TaggedError<InvalidTransfer>()("InvalidTransfer", {
   param: Schema.String,

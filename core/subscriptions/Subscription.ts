@@ -29,6 +29,8 @@ export type SubscriptionId = typeof SubscriptionId.Type
 
 export const SubscriptionStatus = Schema.Literal("pending", "active", "unsubscribed")
 export type SubscriptionStatus = typeof SubscriptionStatus.Type
+// A confirmation mail gets its links (tokens) only while its subscription is in this state.
+export const AwaitsConfirmation: SubscriptionStatus = "pending"
 
 export class Subscription extends Schema.Class<Subscription>("Subscription")({
   id: SubscriptionId,

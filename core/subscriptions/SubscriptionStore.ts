@@ -7,6 +7,7 @@ import { AdminOwner, type EventId } from "../webhooks/Webhooks.ts"
 import { InvalidToken } from "./Errors.ts"
 import type { Feed, FeedName } from "./Feed.ts"
 import {
+  AwaitsConfirmation,
   decideSubscribe,
   type Event,
   MailThrottle,
@@ -116,7 +117,7 @@ const newSubscription = (
 
 // The subscriptions found that still await their confirmation mail, by id.
 const pendingOf = (found: ReadonlyArray<Subscription>) =>
-  new Map(found.filter((s) => s.status === "pending").map((s) => [s.id, s] as const))
+  new Map(found.filter((s) => s.status === AwaitsConfirmation).map((s) => [s.id, s] as const))
 
 // The combined operations as core runs them on a database that has none: the same operations, in one
 // transaction.
