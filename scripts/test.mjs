@@ -1,8 +1,8 @@
 // `npm test`: type checks (tsc, deno check), lint (formatting included), the Node app's bundle
 // (scripts/build.mjs, what the black-box suites start), the OpenAPI document's two linters, every suite on the
-// embedded SQLite, the core and node:sqlite tests under Deno, the black-box suites against the Deno app, then
-// against PostgreSQL and MariaDB. Each step is a separate command, and every step runs even after one failed; the
-// summary at the end names each failed step and test, and the exit status is non-zero if any failed.
+// embedded SQLite, the core and node:sqlite tests under Deno, the black-box suites against the Deno app, on
+// memory:, then against PostgreSQL and MariaDB. Each step is a separate command, and every step runs even after
+// one failed; the summary at the end names each failed step and test, and the exit status is non-zero if any did.
 //
 // PostgreSQL (PGHOST/PGPORT, default 127.0.0.1:5432, user postgres, trust auth) and MariaDB (MYSQL_HOST/MYSQL_PORT,
 // default 127.0.0.1:3306, user root, no password) are optional on a laptop: without one, its suites are skipped
@@ -106,6 +106,23 @@ const steps = [
   ], {
     ...built,
     APP_RUNTIME: "deno"
+  }],
+  // DATABASE_URL=memory: the suites that need no other process's view of the app's data (the others create
+  // clients with the CLI, read the database's rows, or restart the app: docs/decisions/0045).
+  ["black-box suites on memory:", "vitest", [
+    "run",
+    "test/http/HttpSemantics.http.test.ts",
+    "test/http/Client.http.test.ts",
+    "test/http/BadHost.http.test.ts",
+    "test/http/RealSenders.http.test.ts",
+    "test/http/Fuzz.http.test.ts",
+    "test/http/StartConfig.http.test.ts",
+    "test/http/Upgrades.http.test.ts",
+    "test/client/GeneratedClient.http.test.ts",
+    "test/browser/Docs.browser.test.ts"
+  ], {
+    ...built,
+    TEST_DATABASE: "memory"
   }],
   ...(postgresUp
     ? [["black-box suites on PostgreSQL", "vitest", [

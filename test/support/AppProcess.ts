@@ -39,12 +39,16 @@ export const freePort = (): Promise<number> =>
 
 export const AdminKey = "test-admin-key-0123456789"
 
-export const testDatabase: "sqlite" | "postgres" | "mariadb" =
-  process.env.TEST_DATABASE === "postgres" || process.env.TEST_DATABASE === "mariadb"
+export const testDatabase: "sqlite" | "postgres" | "mariadb" | "memory" =
+  process.env.TEST_DATABASE === "postgres" || process.env.TEST_DATABASE === "mariadb" ||
+    process.env.TEST_DATABASE === "memory"
     ? process.env.TEST_DATABASE
     : "sqlite"
+// TEST_DATABASE=memory: the app keeps everything in its own memory (DATABASE_URL=memory:), so nothing survives its
+// restart and no other process (the CLI, so createClient) reaches its data: suites that need either skip there.
+export const inMemory = testDatabase === "memory"
 // A database server several instances can share (the scale-out suites run on these only).
-export const sharedDatabase = testDatabase !== "sqlite"
+export const sharedDatabase = testDatabase === "postgres" || testDatabase === "mariadb"
 const server = testDatabase === "mariadb"
   ? { create: MariaDb.createTestDatabase, dropSync: MariaDb.dropDatabaseSync }
   : { create: createTestDatabase, dropSync: dropDatabaseSync }
@@ -126,7 +130,7 @@ export class AppProcess {
     const port = options.port ?? (await freePort())
     const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "paysub-app-"))
     const databaseUrl = options.env?.DATABASE_URL ?? options.databaseUrl ??
-      (sharedDatabase ? await postgresUrlFor(dataDir) : `sqlite:${join(dataDir, "paysub.db")}`)
+      (sharedDatabase ? await postgresUrlFor(dataDir) : inMemory ? "memory:" : `sqlite:${join(dataDir, "paysub.db")}`)
     const proxy = contractChecked ? await ContractProxy.start(await freePort(), port) : undefined
     if (proxy !== undefined) proxies.push(proxy)
     const app = new AppProcess(port, dataDir, {
@@ -163,7 +167,7 @@ export class AppProcess {
   }
   // The SQLite file. There is none on PostgreSQL: use databaseUrl, query() or Postgres.dumpData there.
   get databaseFile(): string {
-    if (this.onPostgres || this.onMariaDb) {
+    if (this.onPostgres || this.onMariaDb || this.databaseUrl === "memory:") {
       throw new Error(`databaseFile: this app runs on ${this.databaseUrl.split(":")[0]}, which has no database file`)
     }
     return this.databaseUrl.replace(/^sqlite:/, "")
