@@ -53,7 +53,7 @@ describe.skipIf(!haveBrowser)("GET /docs in a browser", () => {
         await sidebar.locator("button[aria-expanded=false]").first().click()
       }
       const entries = await sidebar.evaluate((nav) =>
-        [...nav.querySelectorAll("li")]
+        Array.from(nav.querySelectorAll("li"))
           .filter((li) => li.querySelector("li") === null && /HTTP METHOD/i.test(li.innerText))
           .map((li) => li.innerText.replace(/\s+/g, " ").trim())
       )

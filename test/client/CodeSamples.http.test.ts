@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
-import { copyFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
+import { copyFileSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import ts from "typescript"
 import { afterAll, beforeAll } from "vitest"
@@ -15,8 +16,10 @@ import { webhookEnv, WebhookReceiver } from "../support/WebhookReceiver.ts"
 // in a shell, each TypeScript sample type-checked against the generated types (test/client/paysub.d.ts) and
 // run with tsx. What a reader fills in (a key, a transfer's or endpoint's id, the token from a mail) comes from
 // a fresh API client and objects made for each run: the samples' example ids are swapped for those.
+// The samples are written to a directory of their own, beside the generated types as a reader keeps them, with
+// the project's node_modules linked in (openapi-fetch, tsx).
 const root = resolve(import.meta.dirname, "../..")
-const scratch = join(root, "test-results/code-samples")
+const scratch = mkdtempSync(join(tmpdir(), "paysub-samples-"))
 
 let app: AppProcess
 let smtp: SmtpTestServer
@@ -29,14 +32,14 @@ beforeAll(async () => {
     env: { ...unlimitedEnv, ...webhookEnv, MAIL_TRANSPORT: "smtp", SMTP_URL: smtp.url }
   })
   document = await (await fetch(`${app.baseUrl}/openapi.json`)).json()
-  rmSync(scratch, { recursive: true, force: true })
-  mkdirSync(scratch, { recursive: true })
+  symlinkSync(join(root, "node_modules"), join(scratch, "node_modules"))
   copyFileSync(join(root, "test/client/paysub.d.ts"), join(scratch, "paysub.d.ts"))
 }, 60_000)
 afterAll(async () => {
   await app?.stop()
   await smtp?.stop()
   await receiver?.down()
+  rmSync(scratch, { recursive: true, force: true })
 })
 
 const run = (command: string, args: ReadonlyArray<string>, env: Record<string, string>) =>
