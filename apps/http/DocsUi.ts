@@ -7,6 +7,10 @@ import { readFileSync } from "node:fs"
 // Run from the sources, the page holds the script itself and there is no mark.
 const ScalarMark = "/* paysub: the script in scalar.js */"
 
+// The schemas are shown where the operations use them; a list of them beside the operations would double the
+// entries a reader scrolls past (docs/decisions/0050).
+const ScalarConfig = { hideModels: true }
+
 // The docs UI (Scalar, with its script inline: no CDN) exactly as HttpApiScalar makes it from the HttpApi,
 // taken from a router of its own and served by the pipeline's /docs endpoint: the page holds the same OpenAPI
 // document as /openapi.json. Made on the first request for it (`Effect.cached` by the caller), so that a
@@ -15,7 +19,7 @@ export const scalarPage = (api: HttpApi.HttpApi.Any) =>
   Effect.gen(function*() {
     const router = yield* HttpLayerRouter.make
     yield* Layer.build(
-      HttpApiScalar.layerHttpLayerRouter({ api, path: "/docs" }).pipe(
+      HttpApiScalar.layerHttpLayerRouter({ api, path: "/docs", scalar: ScalarConfig }).pipe(
         Layer.provide(Layer.succeed(HttpLayerRouter.HttpRouter, router))
       )
     )

@@ -1,5 +1,8 @@
 import { type HttpApi, OpenApi } from "@effect/platform"
+import { codeSamples } from "./CodeSamples.ts"
 import { ErrorCatalog, type ErrorCode } from "./ErrorCatalog.ts"
+import { gettingStartedMarkdown } from "./GettingStarted.ts"
+import { HttpSemantics, readerLayout } from "./ReferenceLayout.ts"
 
 // What the pipeline answers beyond what HttpApi's annotations can state, put into the HttpApi definition itself
 // (an OpenApi.Transform annotation on Api, apps/http/Api.ts), so that /openapi.json, the docs UI at /docs and any
@@ -288,18 +291,26 @@ export const pipelineAnswers = (document: Record<string, any>): Record<string, a
       }
     }
   }
+  for (const item of Object.values<any>(spec.paths)) {
+    for (const operation of Object.values<any>(item)) {
+      const samples = codeSamples(baseUrl, operation.operationId)
+      if (samples !== undefined) operation["x-codeSamples"] = samples
+    }
+  }
   spec.info.contact = { name: "paysub API", url: `${baseUrl}/docs` }
   delete spec.components.schemas.HttpApiDecodeError
   delete spec.components.schemas.Issue
   delete spec.components.schemas.PropertyKey
-  return spec
+  return readerLayout(spec)
 }
 
 // The API as documented at one base URL: its servers and the error catalogue's address are known only at start.
 export const documentedApi = (api: HttpApi.HttpApi.Any, baseUrl: string): HttpApi.HttpApi.Any =>
   (api as HttpApi.HttpApi.AnyWithProps).annotateContext(OpenApi.annotations({
-    description:
-      `Payment transfers and newsletter subscriptions. Every error has one body, {"error": {type, code, message, param?, doc_url, request_id}}; the codes are at ${baseUrl}/docs/errors. A member a body or an API call's query does not declare is refused with 400 parameter_unknown. Any path answers a method it does not take with 405 and Allow (components.responses.MethodNotAllowed), and a path that is not one with 404 route_not_found in the same error body.`,
+    description: [
+      `Payment transfers and newsletter subscriptions. Every error has one body, {"error": {type, code, message, param?, doc_url, request_id}}; the codes are at ${baseUrl}/docs/errors. A member a body or an API call's query does not declare is refused with 400 parameter_unknown. What every path answers to HEAD, OPTIONS, TRACE and a method it does not take (405), and when a GET answers 304, is in the last section, ${HttpSemantics.displayName}.`,
+      gettingStartedMarkdown(baseUrl)
+    ].join("\n\n"),
     servers: [{ url: baseUrl }]
   }))
 

@@ -296,18 +296,18 @@ export interface paths {
         readonly post?: never;
         readonly delete?: never;
         /**
-         * Methods of /merchant/transfers/payment/{id}
+         * OPTIONS: the methods of a path
          * @description The methods /merchant/transfers/payment/{id} takes, in Allow (GET, HEAD, OPTIONS). From an origin in SUBSCRIBE_ALLOWED_ORIGINS, POST /subscribe's preflight also answers CORS.
          */
         readonly options: operations["transfers.get.options"];
         /**
-         * Get a transfer (header fields only)
+         * HEAD: the header fields of a GET
          * @description HEAD of /merchant/transfers/payment/{id}: the header fields GET would send, Content-Length included, without the body.
          */
         readonly head: operations["transfers.get.head"];
         readonly patch?: never;
         /**
-         * Echo a request to /merchant/transfers/payment/{id}
+         * TRACE: the request echoed
          * @description The request as the server received it, as message/http (RFC 9110 9.3.8), for debugging proxies; with HTTP_TRACE=off, 405 and Allow.
          */
         readonly trace: operations["transfers.get.trace"];
