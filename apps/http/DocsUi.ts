@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs"
 const ScalarMark = "/* paysub: the script in scalar.js */"
 
 // The schemas are shown where the operations use them; a list of them beside the operations would double the
-// entries a reader scrolls past (docs/decisions/0050).
+// entries a reader scrolls past (docs/decisions/0046).
 const ScalarConfig = { hideModels: true }
 
 // The docs UI (Scalar, with its script inline: no CDN) exactly as HttpApiScalar makes it from the HttpApi,

@@ -1,4 +1,4 @@
-// The reference in the order a reader works (docs/decisions/0050): payments, events and webhooks,
+// The reference in the order a reader works (docs/decisions/0046): payments, events and webhooks,
 // subscriptions and feeds, operations, then the HTTP semantics every path shares. HEAD, OPTIONS and TRACE stay
 // on every path of the document, for the linters, Prism and the contract checks; the docs UI (Scalar) shows
 // them on one path only, in that last section, and skips the rest by x-scalar-ignore, which only Scalar reads.
