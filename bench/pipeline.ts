@@ -17,7 +17,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { Session } from "node:inspector"
 import os from "node:os"
 import { join } from "node:path"
-import type { IncomingRequest, Pipeline } from "../apps/http/Pipeline.ts"
+import type { IncomingRequest, Pipeline } from "../apps/http/pipeline/Pipeline.ts"
 
 const args = process.argv.slice(2)
 const option = (name: string, fallback: string) =>
@@ -40,7 +40,7 @@ Object.assign(process.env, {
 // Imported after the environment is set: the app reads its configuration when its layer is built.
 const { openBetterSqlite3 } = await import("../adapters/sqlite/BetterSqlite3.ts")
 const { appLayer } = await import("../apps/AppLayer.ts")
-const { RequestPipeline } = await import("../apps/http/Pipeline.ts")
+const { RequestPipeline } = await import("../apps/http/pipeline/Pipeline.ts")
 const { Clients } = await import("../core/payments/Clients.ts")
 
 const session = new Session()

@@ -6,7 +6,7 @@
 //   dist/cli/main.mjs  (+ .map)   apps/cli/main.ts
 //   dist/deno/main.mjs (+ .map)   apps/deno/main.ts
 //   dist/{node,deno}/delivery.mjs  adapters/thread/DeliveryWorker.ts, the apps' delivery thread
-//   dist/{node,cli,deno}/scalar.js the docs UI's script, read by apps/http/DocsUi.ts (see scalarOutside)
+//   dist/{node,cli,deno}/scalar.js the docs UI's script, read by apps/http/meta/DocsUi.ts (see scalarOutside)
 //
 // Why: under tsx the app idles at ~260-280 MB RSS (the TypeScript loader and every module it transpiled stay
 // in memory); the bundle idles at ~110 MB. Deno on the sources idles at ~160 MB and peaked at 300-390 MB
@@ -34,8 +34,8 @@ const external = ["better-sqlite3", "pg-native"]
 // Scalar's script (the docs UI, 3.2 million characters) is kept out of the bundles. Inside, it was 3.3 MB of
 // every bundle's source text and, once its module ran, a 6.4 MB string, held for the life of the process
 // whether or not anyone opened /docs. The build writes it beside each bundle as scalar.js and leaves in its
-// place the mark that apps/http/DocsUi.ts replaces with that file, read on the first request for the page.
-const ScalarMark = "/* paysub: the script in scalar.js */" // the same text as in apps/http/DocsUi.ts
+// place the mark that apps/http/meta/DocsUi.ts replaces with that file, read on the first request for the page.
+const ScalarMark = "/* paysub: the script in scalar.js */" // the same text as in apps/http/meta/DocsUi.ts
 let scalarScript
 const scalarOutside = {
   name: "scalar-outside",

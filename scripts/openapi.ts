@@ -1,11 +1,11 @@
-// The OpenAPI document the service serves (apps/http/OpenApiDocument.ts), for the linters, and the client types
+// The OpenAPI document the service serves (apps/http/meta/OpenApiDocument.ts), for the linters, and the client types
 // openapi-typescript generates from it (test/client/paysub.d.ts, checked in, used with openapi-fetch):
 //   tsx scripts/openapi.ts            writes dist/openapi.json and regenerates the types
 //   tsx scripts/openapi.ts --check    writes dist/openapi.json and fails when the checked-in types are stale
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import openapiTS, { astToString } from "openapi-typescript"
 import { Api } from "../apps/http/Api.ts"
-import { openApiDocument } from "../apps/http/OpenApiDocument.ts"
+import { openApiDocument } from "../apps/http/meta/OpenApiDocument.ts"
 
 const documentFile = "dist/openapi.json"
 const typesFile = "test/client/paysub.d.ts"

@@ -1,7 +1,7 @@
 import * as RateLimiterRedis from "@effect/experimental/RateLimiter/Redis"
 import { Layer, Option, Redacted } from "effect"
-import { makeLimiters } from "../http/Edge.ts"
-import { sharedLimiterLayer } from "../http/SharedLimiter.ts"
+import { makeLimiters } from "../http/pipeline/Edge.ts"
+import { sharedLimiterLayer } from "../http/pipeline/SharedLimiter.ts"
 import type { AppConfig } from "./Config.ts"
 import { storageOf } from "./Storage.ts"
 
@@ -15,7 +15,7 @@ const redisOptions = (url: string) => {
     ...(parsed.username === "" ? {} : { username: decodeURIComponent(parsed.username) }),
     ...(parsed.password === "" ? {} : { password: decodeURIComponent(parsed.password) }),
     ...(parsed.protocol === "rediss:" ? { tls: {} } : {}),
-    // A Redis that does not answer lets requests through (apps/http/SharedLimiter.ts) instead of holding them.
+    // A Redis that does not answer lets requests through (apps/http/pipeline/SharedLimiter.ts) instead of holding them.
     maxRetriesPerRequest: 1,
     commandTimeout: 500
   }

@@ -9,7 +9,7 @@ import { layer as HttpWebhookSender } from "../../adapters/webhook/HttpWebhookSe
 import type { Mailer } from "../../core/subscriptions/Mailer.ts"
 import { MailReceipts, noReceipts } from "../../core/subscriptions/MailReceipts.ts"
 import type { WebhookSender } from "../../core/webhooks/Webhooks.ts"
-import { countedMailer } from "../http/Observability.ts"
+import { countedMailer } from "../http/pipeline/Observability.ts"
 import type { AppConfig } from "./Config.ts"
 import { storageOf } from "./Storage.ts"
 import { Sqlite, sqliteFilename } from "./storage/Sqlite.ts"

@@ -3,7 +3,7 @@ import { Cause, Effect, Exit, ManagedRuntime } from "effect"
 import { openNodeSqlite } from "../../adapters/sqlite/NodeSqlite.ts"
 import { bundledWorker } from "../../adapters/thread/DeliveryThread.ts"
 import { appLayer, serverOptions } from "../AppLayer.ts"
-import { BodyTooLarge, RequestPipeline } from "../http/Pipeline.ts"
+import { BodyTooLarge, RequestPipeline } from "../http/pipeline/Pipeline.ts"
 
 // The same pipeline as the Node app, served by Deno.serve. Building it here starts the database, the
 // migrations and the outbox worker before the port opens, as the Node app does.

@@ -1,13 +1,13 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { AdminAuth } from "./AdminAuth.ts"
-import { InternalError, Unauthorized } from "./ApiError.ts"
-import { FeedsApi } from "./FeedsApi.ts"
-import { documented, pipelineAnswers } from "./OpenApiDocument.ts"
-import { RefundsApi } from "./RefundsApi.ts"
-import { SubscriptionsApi } from "./SubscriptionsApi.ts"
-import { TransfersApi } from "./TransfersApi.ts"
-import { WebhooksApi } from "./WebhooksApi.ts"
+import { documented, pipelineAnswers } from "./meta/OpenApiDocument.ts"
+import { AdminAuth } from "./pipeline/AdminAuth.ts"
+import { InternalError, Unauthorized } from "./pipeline/ApiError.ts"
+import { RefundsApi } from "./refunds/RefundsApi.ts"
+import { FeedsApi } from "./subscriptions/FeedsApi.ts"
+import { SubscriptionsApi } from "./subscriptions/SubscriptionsApi.ts"
+import { TransfersApi } from "./transfers/TransfersApi.ts"
+import { WebhooksApi } from "./webhooks/WebhooksApi.ts"
 
 const Html = HttpApiSchema.Text({ contentType: "text/html" })
 

@@ -1,9 +1,9 @@
 import type { IncomingMessage } from "node:http"
 import type { Duplex } from "node:stream"
-import { apiError } from "../http/ApiError.ts"
-import { errorBody, RequestIdHeader, requestIdOf } from "../http/Edge.ts"
-import type { ErrorCode } from "../http/ErrorCatalog.ts"
-import { ErrorCatalog } from "../http/ErrorCatalog.ts"
+import { apiError } from "../http/pipeline/ApiError.ts"
+import { errorBody, RequestIdHeader, requestIdOf } from "../http/pipeline/Edge.ts"
+import type { ErrorCode } from "../http/pipeline/ErrorCatalog.ts"
+import { ErrorCatalog } from "../http/pipeline/ErrorCatalog.ts"
 
 // What Node answers on its own, outside the pipeline (a request with Connection: Upgrade, a request its parser
 // refuses, an Expect it does not know), answered with the documented error body and a request id, then closed.

@@ -7,8 +7,8 @@ import { openBetterSqlite3 } from "../../adapters/sqlite/BetterSqlite3.ts"
 import { bundledWorker } from "../../adapters/thread/DeliveryThread.ts"
 import { SiteSettings } from "../../core/shared/SiteSettings.ts"
 import { appLayer, serverOptions } from "../AppLayer.ts"
-import type { RequestHeaders } from "../http/Caching.ts"
-import { BodyTooLarge, type IncomingRequest, type Pipeline, RequestPipeline } from "../http/Pipeline.ts"
+import type { RequestHeaders } from "../http/pipeline/Caching.ts"
+import { BodyTooLarge, type IncomingRequest, type Pipeline, RequestPipeline } from "../http/pipeline/Pipeline.ts"
 import { answerClientError, refuseExpectation, refuseUpgrade } from "./RawAnswers.ts"
 
 // The body, never more than maxBytes of it buffered. Past the limit the rest is read and discarded (the request

@@ -26,7 +26,7 @@ if (exponents.size < 150) {
   throw new Error(`could not read the currency table of core/payments/Currency.ts (${exponents.size})`)
 }
 
-// apps/http/ErrorCatalog.ts: the type and status of every code the reference can answer with.
+// apps/http/pipeline/ErrorCatalog.ts: the type and status of every code the reference can answer with.
 const catalog = {
   parameter_missing: ["invalid_request_error", 400],
   parameter_invalid: ["invalid_request_error", 400],
@@ -622,7 +622,7 @@ const millisOf = (v) => (v instanceof Date ? v.getTime() : Number(v))
 const MailThrottleWindowMs = 24 * 3600 * 1000
 const MailThrottleMax = 3
 
-// apps/http/TransfersHandlers.ts and core/payments/TransferStore.ts: Idempotency-Key.
+// apps/http/transfers/TransfersHandlers.ts and core/payments/TransferStore.ts: Idempotency-Key.
 const IdempotencyLeaseMs = 60_000
 const idempotencyKeyPattern = /^[\x21-\x7E]{1,255}$/
 // Same parameters, same hash, whatever the key order or white space of the JSON.
@@ -835,7 +835,7 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl, smtpUrl })
     }
   }
 
-  // A stored answer (status and body) as sent: first or replayed (apps/http/TransfersHandlers.ts respond).
+  // A stored answer (status and body) as sent: first or replayed (apps/http/transfers/TransfersHandlers.ts respond).
   const respond = (stored, requestId, replayed) => {
     const headers = replayed ? { "idempotent-replayed": "true" } : {}
     if (stored.status === 201) {
@@ -848,7 +848,7 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl, smtpUrl })
       param: "payment_transfer.reference"
     })
 
-  // core/payments/Transfers.ts submit, with apps/http/TransfersHandlers.ts around it for an Idempotency-Key: the key's
+  // core/payments/Transfers.ts submit, with apps/http/transfers/TransfersHandlers.ts around it for an Idempotency-Key: the key's
   // record is taken first in a transaction of its own; the answer is written with the transfer (with the
   // settle, or with the declined row) in the same transaction; a duplicate reference's 409 is kept after.
   function* transferRequest(client, body, requestId, key) {
@@ -919,7 +919,7 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl, smtpUrl })
       authorization_code: null,
       created_at: time(now)
     }
-    // The answer to keep for the key (apps/http/TransfersHandlers.ts outcome).
+    // The answer to keep for the key (apps/http/transfers/TransfersHandlers.ts outcome).
     const outcome = () =>
       row.status === "declined"
         ? error(
@@ -963,7 +963,7 @@ export const makeReference = async ({ filename, databaseUrl, baseUrl, smtpUrl })
   const createTransfer = (client, body, requestId, key) =>
     guard(requestId, transferRequest(client, body, requestId, key))
 
-  // apps/http/Caching.ts: a strong ETag from the body's bytes, 304 when If-None-Match matches; no Last-Modified
+  // apps/http/pipeline/Caching.ts: a strong ETag from the body's bytes, 304 when If-None-Match matches; no Last-Modified
   // (a transfer keeps no time of its last change).
   function* getRequest(client, id, ifNoneMatch, requestId) {
     const [row] = transferIdPattern.test(id) ? yield q("get", [client.id, id]) : []

@@ -28,7 +28,7 @@ describe("the bundles", () => {
     })
   }
 
-  it("have Scalar's script beside them, for the docs page (apps/http/DocsUi.ts), and not inside", () => {
+  it("have Scalar's script beside them, for the docs page (apps/http/meta/DocsUi.ts), and not inside", () => {
     for (const dir of ["node", "deno", "cli"]) {
       const script = readFileSync(resolve(dist, dir, "scalar.js"), "utf8")
       assert.isAbove(script.length, 1_000_000)

@@ -1,9 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Redacted, Schema } from "effect"
 import { afterAll, beforeAll } from "vitest"
-import { PaymentRequired } from "../../apps/http/ApiError.ts"
 import { layer, makeClient } from "../../apps/http/Client.ts"
-import { CreateTransferPayload } from "../../apps/http/TransfersApi.ts"
+import { PaymentRequired } from "../../apps/http/pipeline/ApiError.ts"
+import { CreateTransferPayload } from "../../apps/http/transfers/TransfersApi.ts"
 import { AppProcess } from "../support/AppProcess.ts"
 import { firstApiKey, transferBody, uniqueReference, unlimitedEnv } from "../support/Payments.ts"
 

@@ -1,9 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Either, Schema } from "effect"
 import * as fc from "effect/FastCheck"
-import { fromParseError } from "../../apps/http/DecodeErrors.ts"
-import { SubscribePayload } from "../../apps/http/SubscriptionsApi.ts"
-import { CreateTransferPayload } from "../../apps/http/TransfersApi.ts"
+import { fromParseError } from "../../apps/http/pipeline/DecodeErrors.ts"
+import { SubscribePayload } from "../../apps/http/subscriptions/SubscriptionsApi.ts"
+import { CreateTransferPayload } from "../../apps/http/transfers/TransfersApi.ts"
 import { leaks, mutated, secretsArb, validSubscription, validTransfer } from "../support/Mutations.ts"
 
 // In process: the error body's message and param for a body that does not decode, for mutations of valid

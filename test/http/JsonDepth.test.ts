@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "effect/FastCheck"
-import { jsonDepthWithin } from "../../apps/http/JsonDepth.ts"
+import { jsonDepthWithin } from "../../apps/http/pipeline/JsonDepth.ts"
 
 const depthOf = (value: unknown): number =>
   Array.isArray(value)

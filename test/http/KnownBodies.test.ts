@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { makeKnownBodies } from "../../apps/http/KnownBodies.ts"
+import { makeKnownBodies } from "../../apps/http/pipeline/KnownBodies.ts"
 
 // Each request runs in a fiber of its own, as in the pipeline: recall and then learn, in that fiber.
 const request = <A>(

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { request as httpRequest } from "node:http"
 import { afterAll, beforeAll } from "vitest"
-import { errorCodes } from "../../apps/http/ErrorCatalog.ts"
+import { errorCodes } from "../../apps/http/pipeline/ErrorCatalog.ts"
 import { AdminKey, AppProcess, postForm } from "../support/AppProcess.ts"
 import { type ReceivedMail, SmtpTestServer } from "../support/SmtpTestServer.ts"
 

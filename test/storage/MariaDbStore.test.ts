@@ -11,7 +11,7 @@ import { layer as MariaDbSubscriptionStore } from "../../adapters/mariadb/MariaD
 import { layer as MariaDbTransferStore } from "../../adapters/mariadb/MariaDbTransferStore.ts"
 import { layer as MariaDbWebhookStore } from "../../adapters/mariadb/MariaDbWebhookStore.ts"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
-import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
+import { EventViewsLive } from "../../apps/http/webhooks/EventViewsLive.ts"
 import { RefundStore } from "../../core/payments/RefundStore.ts"
 import { ClientId, TransferId } from "../../core/payments/Transfer.ts"
 import { TransferStore } from "../../core/payments/TransferStore.ts"

@@ -10,7 +10,7 @@ import { layer as PgSubscriptionStore } from "../../adapters/postgres/PgSubscrip
 import { layer as PgTransferStore } from "../../adapters/postgres/PgTransferStore.ts"
 import { layer as PgWebhookStore } from "../../adapters/postgres/PgWebhookStore.ts"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
-import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
+import { EventViewsLive } from "../../apps/http/webhooks/EventViewsLive.ts"
 import { RefundStore } from "../../core/payments/RefundStore.ts"
 import { ClientId, TransferId } from "../../core/payments/Transfer.ts"
 import { TransferStore } from "../../core/payments/TransferStore.ts"

@@ -6,7 +6,7 @@ import * as MemorySubscriptionStore from "../../../adapters/memory/MemorySubscri
 import * as MemoryTransferStore from "../../../adapters/memory/MemoryTransferStore.ts"
 import * as MemoryWebhookStore from "../../../adapters/memory/MemoryWebhookStore.ts"
 import { storesOver } from "../../../core/shared/Stores.ts"
-import { EventViewsLive } from "../../http/EventViewsLive.ts"
+import { EventViewsLive } from "../../http/webhooks/EventViewsLive.ts"
 import type { StorageAdapter } from "../Storage.ts"
 
 // `memory:`: this process's memory, for trying the API, demos and fast tests. Nothing survives the process, and

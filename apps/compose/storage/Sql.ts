@@ -5,7 +5,7 @@ import { layer as SqlClientDirectory } from "../../../adapters/sql/SqlClientDire
 import { layer as SqlStorageHealth } from "../../../adapters/sql/SqlStorageHealth.ts"
 import type { ClientDirectory } from "../../../core/payments/ClientDirectory.ts"
 import type { ServiceSecrets, StorageHealth } from "../../../core/shared/StorageHealth.ts"
-import { EventViewsLive } from "../../http/EventViewsLive.ts"
+import { EventViewsLive } from "../../http/webhooks/EventViewsLive.ts"
 import { type Storage, StorageStartError } from "../Storage.ts"
 
 const messageOf = (cause: unknown) =>

@@ -7,10 +7,10 @@ import {
   OpenApi
 } from "@effect/platform"
 import { Context, Schema } from "effect"
-import { EventType, type Owner } from "../../core/webhooks/Webhooks.ts"
-import { BadRequest, NotFound, Unauthorized, UnsupportedMediaType } from "./ApiError.ts"
-import { documented } from "./OpenApiDocument.ts"
-import { Limit } from "./Paging.ts"
+import { EventType, type Owner } from "../../../core/webhooks/Webhooks.ts"
+import { documented } from "../meta/OpenApiDocument.ts"
+import { BadRequest, NotFound, Unauthorized, UnsupportedMediaType } from "../pipeline/ApiError.ts"
+import { Limit } from "../pipeline/Paging.ts"
 
 // The owner a key speaks for: a merchant key its client (transfer.* and refund.* events), the admin key "admin"
 // (subscription.* events).

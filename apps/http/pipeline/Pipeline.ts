@@ -1,7 +1,7 @@
 import { type HttpApi, type HttpApiEndpoint, type HttpApiGroup, HttpServerResponse } from "@effect/platform"
 import { Cause, Context, Effect, Exit, type Fiber, FiberRefs, Layer, Option, Runtime } from "effect"
-import { SiteSettings } from "../../core/shared/SiteSettings.ts"
-import { StorageHealth } from "../../core/shared/StorageHealth.ts"
+import { SiteSettings } from "../../../core/shared/SiteSettings.ts"
+import { StorageHealth } from "../../../core/shared/StorageHealth.ts"
 import { apiError } from "./ApiError.ts"
 import { groupTag } from "./ApiHandlers.ts"
 import type { RequestHeaders } from "./Caching.ts"
@@ -32,7 +32,7 @@ import { traceEcho } from "./Trace.ts"
 // spec's success schema and status. The OpenAPI document and the typed client come from the same spec.
 //
 // It replaces HttpApiBuilder's router and middleware stack (docs/decisions/0021-one-request-pipeline.md): a request
-// is one fiber running one Effect built from steps compiled once per endpoint (apps/http/Endpoint.ts).
+// is one fiber running one Effect built from steps compiled once per endpoint (apps/http/pipeline/Endpoint.ts).
 export interface IncomingRequest {
   readonly method: string
   // Path and query, as in the request line.
@@ -61,7 +61,7 @@ export interface PipelineOptions {
   readonly maxBodyBytes: number
   readonly trace: boolean
   readonly limiters: Limiters
-  // SUBSCRIBE_ALLOWED_ORIGINS (apps/http/Cors.ts): preflights, and the headers of the answers, for those origins.
+  // SUBSCRIBE_ALLOWED_ORIGINS (apps/http/pipeline/Cors.ts): preflights, and the headers of the answers, for those origins.
   readonly cors?: Cors | undefined
   // A span per request (route template, status) when a tracer exports them; none, at no cost, otherwise.
   readonly tracing: boolean

@@ -8,12 +8,12 @@ import {
 } from "@effect/platform"
 import { Context, Effect, Either, Option, Runtime, Schema } from "effect"
 import type { ParseOptions } from "effect/SchemaAST"
+import { prefersHtml } from "../pages/Pages.ts"
 import { type ApiError, apiError, isApiError, statusOf } from "./ApiError.ts"
 import { middlewaresOf } from "./ApiHandlers.ts"
 import { fromParseError, unknownParameter } from "./DecodeErrors.ts"
 import { acceptedBodies, unparsableBody } from "./Edge.ts"
 import { jsonDepthWithin, MaxJsonDepth } from "./JsonDepth.ts"
-import { prefersHtml } from "./Pages.ts"
 import type { IncomingRequest } from "./Pipeline.ts"
 import { secured } from "./Security.ts"
 

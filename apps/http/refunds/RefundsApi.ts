@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { DateTime, Schema } from "effect"
-import { IdempotencyKey } from "../../core/payments/Idempotency.ts"
-import { formatAmount } from "../../core/payments/Money.ts"
+import { IdempotencyKey } from "../../../core/payments/Idempotency.ts"
+import { formatAmount } from "../../../core/payments/Money.ts"
 import {
   type Refund,
   RefundFailureReason,
@@ -9,7 +9,8 @@ import {
   RefundReason,
   RefundRequest,
   RefundStatus
-} from "../../core/payments/Refund.ts"
+} from "../../../core/payments/Refund.ts"
+import { documented } from "../meta/OpenApiDocument.ts"
 import {
   BadRequest,
   Conflict,
@@ -19,11 +20,10 @@ import {
   Unauthorized,
   UnprocessableEntity,
   UnsupportedMediaType
-} from "./ApiError.ts"
-import { EntityTagHeaders } from "./Caching.ts"
-import { MerchantAuth } from "./MerchantAuth.ts"
-import { documented } from "./OpenApiDocument.ts"
-import { Limit } from "./Paging.ts"
+} from "../pipeline/ApiError.ts"
+import { EntityTagHeaders } from "../pipeline/Caching.ts"
+import { MerchantAuth } from "../pipeline/MerchantAuth.ts"
+import { Limit } from "../pipeline/Paging.ts"
 
 // The wire shape of a refund (docs/refunds.md). Money is a decimal string in the transfer's currency.
 export const RefundView = Schema.Struct({

@@ -1,11 +1,11 @@
 import { HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, FiberRef } from "effect"
 import { globalValue } from "effect/GlobalValue"
-import { sha256 } from "../../adapters/crypto/Sha256.ts"
+import { sha256 } from "../../../adapters/crypto/Sha256.ts"
 import { type ApiError, apiError, isApiError, statusOf } from "./ApiError.ts"
 import { makeRateLimiter, type RateLimit, type RateLimiter } from "./RateLimiter.ts"
 
-// The edge of the pipeline (apps/http/Pipeline.ts): every error, whoever raised it (a handler, a decoder, the
+// The edge of the pipeline (apps/http/pipeline/Pipeline.ts): every error, whoever raised it (a handler, a decoder, the
 // router, a defect), leaves as the one documented error body with its status, doc_url and request id; request
 // ids, media types and the rate limits' buckets are read here.
 export const RequestIdHeader = "x-request-id"

@@ -1,20 +1,20 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { DateTime, Schema } from "effect"
-import { Email } from "../../core/shared/Email.ts"
-import { FeedName } from "../../core/subscriptions/Feed.ts"
+import { Email } from "../../../core/shared/Email.ts"
+import { FeedName } from "../../../core/subscriptions/Feed.ts"
 import {
   SubscriberName,
   type Subscription,
   SubscriptionId,
   SubscriptionStatus
-} from "../../core/subscriptions/Subscription.ts"
-import { SubscribeRequest, SubscriptionReceipt } from "../../core/subscriptions/Subscriptions.ts"
-import { AdminAuth } from "./AdminAuth.ts"
-import { BadRequest, NotFound, Unauthorized, UnsupportedMediaType } from "./ApiError.ts"
-import { HtmlForm } from "./Endpoint.ts"
-import { documented } from "./OpenApiDocument.ts"
-import { Limit } from "./Paging.ts"
-import { signupFormAnswers } from "./SignupPage.ts"
+} from "../../../core/subscriptions/Subscription.ts"
+import { SubscribeRequest, SubscriptionReceipt } from "../../../core/subscriptions/Subscriptions.ts"
+import { documented } from "../meta/OpenApiDocument.ts"
+import { signupFormAnswers } from "../pages/SignupPage.ts"
+import { AdminAuth } from "../pipeline/AdminAuth.ts"
+import { BadRequest, NotFound, Unauthorized, UnsupportedMediaType } from "../pipeline/ApiError.ts"
+import { HtmlForm } from "../pipeline/Endpoint.ts"
+import { Limit } from "../pipeline/Paging.ts"
 
 // Interface 2.3: exactly `message` and `subscription {name, email, id, feed}`.
 const receipt = { id: 42, name: "Ann", email: "ann@example.com", feed: "default" }

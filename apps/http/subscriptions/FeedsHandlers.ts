@@ -1,12 +1,12 @@
 import { HttpServerResponse } from "@effect/platform"
 import { DateTime, Effect } from "effect"
-import { SiteSettings } from "../../core/shared/SiteSettings.ts"
-import type { Feed } from "../../core/subscriptions/Feed.ts"
-import { Subscriptions } from "../../core/subscriptions/Subscriptions.ts"
-import { Api } from "./Api.ts"
-import { apiError } from "./ApiError.ts"
-import { group } from "./ApiHandlers.ts"
-import { cacheableJson } from "./Caching.ts"
+import { SiteSettings } from "../../../core/shared/SiteSettings.ts"
+import type { Feed } from "../../../core/subscriptions/Feed.ts"
+import { Subscriptions } from "../../../core/subscriptions/Subscriptions.ts"
+import { Api } from "../Api.ts"
+import { apiError } from "../pipeline/ApiError.ts"
+import { group } from "../pipeline/ApiHandlers.ts"
+import { cacheableJson } from "../pipeline/Caching.ts"
 
 export const renderFeed = (f: Feed) => ({
   name: f.name,

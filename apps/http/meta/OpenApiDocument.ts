@@ -1,6 +1,6 @@
 import { type HttpApi, OpenApi } from "@effect/platform"
+import { ErrorCatalog, type ErrorCode } from "../pipeline/ErrorCatalog.ts"
 import { codeSamples } from "./CodeSamples.ts"
-import { ErrorCatalog, type ErrorCode } from "./ErrorCatalog.ts"
 import { gettingStartedMarkdown } from "./GettingStarted.ts"
 import { HttpSemantics, readerLayout } from "./ReferenceLayout.ts"
 

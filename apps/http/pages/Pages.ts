@@ -1,5 +1,5 @@
 import { HttpServerResponse } from "@effect/platform"
-import { escapeHtml } from "../../core/subscriptions/ConfirmationMail.ts"
+import { escapeHtml } from "../../../core/subscriptions/ConfirmationMail.ts"
 
 const escape = escapeHtml
 

@@ -1,5 +1,5 @@
 // Every error code the service can emit, with its HTTP status and the text of /docs/errors. The error body
-// (apps/http/ApiError.ts), the docs page and the tests all read this one table.
+// (apps/http/pipeline/ApiError.ts), the docs page and the tests all read this one table.
 export const ErrorCatalog = {
   parameter_missing: {
     type: "invalid_request_error",

@@ -1,20 +1,20 @@
 import { HttpServerResponse } from "@effect/platform"
 import { DateTime, Effect, Layer, Option, type Redacted, Schema } from "effect"
-import { Clients } from "../../core/payments/Clients.ts"
-import { WebhookEndpoints } from "../../core/webhooks/WebhookEndpoints.ts"
+import { Clients } from "../../../core/payments/Clients.ts"
+import { WebhookEndpoints } from "../../../core/webhooks/WebhookEndpoints.ts"
 import {
   AdminOwner,
   EndpointId,
   EventId,
   type StoredEvent,
   type WebhookEndpoint
-} from "../../core/webhooks/Webhooks.ts"
-import { AdminAuth } from "./AdminAuth.ts"
-import { adminAuthLayer } from "./AdminAuthLive.ts"
-import { Api } from "./Api.ts"
-import { apiError } from "./ApiError.ts"
-import { group } from "./ApiHandlers.ts"
-import { bearerClient } from "./MerchantAuthLive.ts"
+} from "../../../core/webhooks/Webhooks.ts"
+import { Api } from "../Api.ts"
+import { AdminAuth } from "../pipeline/AdminAuth.ts"
+import { adminAuthLayer } from "../pipeline/AdminAuthLive.ts"
+import { apiError } from "../pipeline/ApiError.ts"
+import { group } from "../pipeline/ApiHandlers.ts"
+import { bearerClient } from "../pipeline/MerchantAuthLive.ts"
 import { CurrentOwner, WebhookAuth } from "./WebhooksApi.ts"
 
 const iso = (t: DateTime.Utc | undefined) => (t === undefined ? {} : DateTime.formatIso(t))

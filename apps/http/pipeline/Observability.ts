@@ -1,8 +1,8 @@
 import { Effect, type Fiber, FiberRef, Layer, LogLevel, Metric, MetricBoundaries, MetricLabel } from "effect"
-import { Mailer } from "../../core/subscriptions/Mailer.ts"
+import { Mailer } from "../../../core/subscriptions/Mailer.ts"
 import { writeAccessLine } from "./AccessLog.ts"
 
-// What every request leaves behind: one access line (apps/http/AccessLog.ts) and two metrics, written when its
+// What every request leaves behind: one access line (apps/http/pipeline/AccessLog.ts) and two metrics, written when its
 // fiber is done, outside the fiber (no Effect per request). Label arrays are made once per route, method and
 // status: Effect's metric hooks are cached by the array's identity, so an update is a map lookup and an addition.
 export const requests = Metric.counter("http_requests_total", {

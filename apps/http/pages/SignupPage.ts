@@ -1,8 +1,8 @@
 import type { HttpServerResponse } from "@effect/platform"
-import { holdsCardData } from "../../core/payments/Card.ts"
-import { escapeHtml as escape } from "../../core/subscriptions/ConfirmationMail.ts"
-import { HoneypotField } from "../../core/subscriptions/Subscriptions.ts"
-import type { ApiError } from "./ApiError.ts"
+import { holdsCardData } from "../../../core/payments/Card.ts"
+import { escapeHtml as escape } from "../../../core/subscriptions/ConfirmationMail.ts"
+import { HoneypotField } from "../../../core/subscriptions/Subscriptions.ts"
+import type { ApiError } from "../pipeline/ApiError.ts"
 import { page } from "./Pages.ts"
 
 // The signup page a person fills in. Without JavaScript the form posts to /subscribe and the answer is a page
@@ -116,7 +116,7 @@ const text = (value: unknown) =>
   typeof value === "string" && value.length <= 320 && !holdsCardData(value) ? value : undefined
 
 // How POST /subscribe answers a browser's form: the message as a page, or the form again with the error next to
-// its field (apps/http/Endpoint.ts applies this when the request's Accept prefers text/html).
+// its field (apps/http/pipeline/Endpoint.ts applies this when the request's Accept prefers text/html).
 export const signupFormAnswers = {
   success: (value: unknown) => signupPending((value as { readonly message: string }).message),
   error: (error: ApiError, fields: Readonly<Record<string, unknown>>, status: number) =>

@@ -1,8 +1,9 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { DateTime, Schema } from "effect"
-import { IdempotencyKey } from "../../core/payments/Idempotency.ts"
-import { formatAmount } from "../../core/payments/Money.ts"
-import { PaymentTransferRequest, Reference, type Transfer, TransferId } from "../../core/payments/Transfer.ts"
+import { IdempotencyKey } from "../../../core/payments/Idempotency.ts"
+import { formatAmount } from "../../../core/payments/Money.ts"
+import { PaymentTransferRequest, Reference, type Transfer, TransferId } from "../../../core/payments/Transfer.ts"
+import { documented } from "../meta/OpenApiDocument.ts"
 import {
   BadRequest,
   Conflict,
@@ -13,11 +14,10 @@ import {
   Unauthorized,
   UnprocessableEntity,
   UnsupportedMediaType
-} from "./ApiError.ts"
-import { EntityTagHeaders } from "./Caching.ts"
-import { MerchantAuth } from "./MerchantAuth.ts"
-import { documented } from "./OpenApiDocument.ts"
-import { Limit } from "./Paging.ts"
+} from "../pipeline/ApiError.ts"
+import { EntityTagHeaders } from "../pipeline/Caching.ts"
+import { MerchantAuth } from "../pipeline/MerchantAuth.ts"
+import { Limit } from "../pipeline/Paging.ts"
 
 const Party = {
   first_name: Schema.String,

@@ -1,10 +1,10 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { FeedName } from "../../core/subscriptions/Feed.ts"
-import { AdminAuth } from "./AdminAuth.ts"
-import { BadRequest, NotFound, Unauthorized, UnsupportedMediaType } from "./ApiError.ts"
-import { ConditionalHeaders } from "./Caching.ts"
-import { documented } from "./OpenApiDocument.ts"
+import { FeedName } from "../../../core/subscriptions/Feed.ts"
+import { documented } from "../meta/OpenApiDocument.ts"
+import { AdminAuth } from "../pipeline/AdminAuth.ts"
+import { BadRequest, NotFound, Unauthorized, UnsupportedMediaType } from "../pipeline/ApiError.ts"
+import { ConditionalHeaders } from "../pipeline/Caching.ts"
 
 export const FeedView = Schema.Struct({
   name: Schema.String,

@@ -1,5 +1,5 @@
 import { Effect, type Fiber } from "effect"
-import { sha256 } from "../../adapters/crypto/Sha256.ts"
+import { sha256 } from "../../../adapters/crypto/Sha256.ts"
 
 // The bodies this process has decoded under an Idempotency-Key, by client and key, each with what its decoding
 // led to (the request's hash): a retry whose body has the same bytes is the same request, known without

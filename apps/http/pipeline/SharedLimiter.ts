@@ -1,12 +1,12 @@
 import { RateLimiter } from "@effect/experimental"
 import { Context, Duration, Effect, Layer } from "effect"
-import { sha256 } from "../../adapters/crypto/Sha256.ts"
+import { sha256 } from "../../../adapters/crypto/Sha256.ts"
 import type { Limiters } from "./Edge.ts"
 import type { RateLimit } from "./RateLimiter.ts"
 
 // The rate limits shared by every instance (PostgreSQL, or Redis with REDIS_URL): @effect/experimental's
 // RateLimiter (token buckets) over a store the instances share. The pipeline asks it only after the
-// instance's own buckets (apps/http/RateLimiter.ts) let a request through: a client over its limit is refused
+// instance's own buckets (apps/http/pipeline/RateLimiter.ts) let a request through: a client over its limit is refused
 // without a round trip. Answers 0, or the seconds to wait.
 //
 // A draw takes a lease of up to limit/20 tokens at once (1 for limits under 40), kept by the instance for one

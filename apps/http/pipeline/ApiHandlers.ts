@@ -8,7 +8,7 @@ import {
 import { Chunk, Context, Effect, identity, Layer, type Scope } from "effect"
 import { pipeArguments } from "effect/Pipeable"
 
-// A group's handlers as the pipeline (apps/http/Pipeline.ts) runs them: written with the same builder and the
+// A group's handlers as the pipeline (apps/http/pipeline/Pipeline.ts) runs them: written with the same builder and the
 // same types as HttpApiBuilder.group (`handlers.handle("create", ({ payload }) => ...)`), so the spec checks
 // every handler's input and output, but kept as values for the pipeline instead of routes of an HttpRouter.
 export interface GroupHandlers {

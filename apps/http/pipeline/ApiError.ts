@@ -3,7 +3,7 @@ import { Schema } from "effect"
 import { ErrorCatalog, type ErrorCode } from "./ErrorCatalog.ts"
 
 // The body of interface 2.2, extended as Stripe extends it. doc_url and request_id are filled in by the
-// edge (apps/http/Edge.ts) when the response is written, since they depend on BASE_URL and the request.
+// edge (apps/http/pipeline/Edge.ts) when the response is written, since they depend on BASE_URL and the request.
 export const ErrorDetail = Schema.Struct({
   type: Schema.String,
   code: Schema.String,

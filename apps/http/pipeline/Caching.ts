@@ -1,6 +1,6 @@
 import { HttpServerResponse } from "@effect/platform"
 import { DateTime, Schema } from "effect"
-import { sha256 } from "../../adapters/crypto/Sha256.ts"
+import { sha256 } from "../../../adapters/crypto/Sha256.ts"
 
 // Conditional GETs (RFC 9110 13.1): a strong ETag from the representation's bytes, Last-Modified from the
 // data, 304 when If-None-Match matches or, without If-None-Match, when If-Modified-Since is not older. A

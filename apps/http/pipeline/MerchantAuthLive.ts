@@ -1,5 +1,5 @@
 import { Effect, Layer, Option, type Redacted } from "effect"
-import { Clients } from "../../core/payments/Clients.ts"
+import { Clients } from "../../../core/payments/Clients.ts"
 import { apiError } from "./ApiError.ts"
 import { MerchantAuth } from "./MerchantAuth.ts"
 
