@@ -14,6 +14,8 @@ export type Table =
   | "subscription_tokens"
   | "refunds"
   | "events"
+  | "webhook_endpoints"
+  | "webhook_deliveries"
 
 export interface RawRowsShape {
   // Rows of a table; for transfers, of a client or with a reference when given.
@@ -56,7 +58,9 @@ const tableOf: Record<Table, (t: Tables) => Map<unknown, unknown>> = {
   mail_outbox: (t) => t.outbox,
   subscription_tokens: (t) => t.tokens,
   refunds: (t) => t.refunds,
-  events: (t) => t.events
+  events: (t) => t.events,
+  webhook_endpoints: (t) => t.endpoints,
+  webhook_deliveries: (t) => t.deliveries
 }
 
 export const memoryRawRows = Layer.effect(
