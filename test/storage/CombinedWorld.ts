@@ -3,7 +3,7 @@
 // that answers as the history says, and the rows as stored. Not a test file itself.
 import { Effect, Layer, Schema } from "effect"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
-import { EventViewsLive } from "../../apps/http/EventViewsLive.ts"
+import { EventViewsLive } from "../../apps/http/webhooks/EventViewsLive.ts"
 import type { Authorization, AuthorizationLookup } from "../../core/payments/CardNetwork.ts"
 import { CardNetwork, CardNetworkOutcomeUnknown, CardNetworkUnavailable } from "../../core/payments/CardNetwork.ts"
 import { Transfers } from "../../core/payments/Transfers.ts"
