@@ -16,12 +16,6 @@ export const insertEvent = `INSERT INTO events (id, type, owner, created_at, bod
 const insertDelivery = `INSERT INTO webhook_deliveries (event_id, endpoint_id, created_at, next_attempt_at)
   VALUES (?, ?, ?, ?)`
 
-// SQLite's deliveries chosen by the statement itself, as PostgreSQL's below: one for each live endpoint of the
-// owner whose enabled events (a JSON array) hold any of the audience's types (another JSON array).
-const insertAudienceDeliveries = `INSERT INTO webhook_deliveries (event_id, endpoint_id, created_at, next_attempt_at)
-  SELECT ?, w.id, ?, ? FROM webhook_endpoints w WHERE w.owner = ? AND w.disabled_at IS NULL
-  AND EXISTS (SELECT 1 FROM json_each(w.enabled_events) e WHERE e.value IN (SELECT value FROM json_each(?)))`
-
 // SQLite, inside the store's transaction: the event's row, then its deliveries, due when it was made.
 const sqliteEventRow = (db: DirectSql, e: NewEvent) => {
   const at = DateTime.toEpochMillis(e.createdAt)
@@ -36,12 +30,6 @@ export const sqliteEventStatements = {
     for (const endpoint of endpoints) db.run(insertDelivery, [e.id, endpoint, at, at])
   }
 }
-// The event with a delivery for each endpoint of its audience, the endpoints read by the insert itself.
-export const sqliteInsertAudienceEvent = (db: DirectSql, e: NewEvent, audience: Audience) => {
-  const at = sqliteEventRow(db, e)
-  db.run(insertAudienceDeliveries, [e.id, at, at, audience.owner, JSON.stringify(audience.anyOf)])
-}
-
 // PostgreSQL: the owner's live endpoints, and the event with its deliveries as the CTEs of one statement.
 export const pgLiveEndpoints =
   `SELECT id, enabled_events FROM webhook_endpoints WHERE owner = $1 AND disabled_at IS NULL`

@@ -120,16 +120,6 @@ export const layer = Layer.effect(
         "subscriptions",
         "liveEndpoints"
       ]),
-      // A new address's signup as one synchronous function (decision 0044): the outbox row only for a
-      // subscription the insert made.
-      combined: {
-        insertSubscriptionAndQueue: (subscription) =>
-          writing((db) => {
-            const inserted = statements.insertSubscription(db, subscription)
-            if (Option.isSome(inserted)) statements.queueConfirmation(db, inserted.value.id, subscription.now)
-            return inserted
-          })
-      },
       findFeed: (name) => reading((db) => Option.map(Option.fromNullable(db.get(feedByName, [name])), feedOf)),
       listFeeds: reading((db) => ({
         feeds: db.all(liveFeeds, []).map(feedOf),

@@ -19,7 +19,6 @@ import {
 } from "../sql/TransferRows.ts"
 import { SqliteDirect } from "./SqliteClient.ts"
 import { sqliteRefundStatements, sqliteRefundStorage } from "./SqliteRefundStatements.ts"
-import { sqliteCombined } from "./SqliteTransferCombined.ts"
 import { read, type Statements, unitOfWork, write } from "./SqliteUnitOfWork.ts"
 
 // The transfer storage on SQLite: statements over SqliteDirect, in the client's group commit. Statement texts
@@ -101,7 +100,6 @@ export const layer = Layer.effect(
         "lockTransfer",
         "refundByKey"
       ]),
-      combined: sqliteCombined(direct, statements),
       createClient: (client, keyHash, now) =>
         writing((db) =>
           void db.run(`INSERT INTO api_clients (id, name, key_hash, created_at) VALUES (?, ?, ?, ?)`, [

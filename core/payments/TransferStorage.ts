@@ -79,7 +79,7 @@ export interface SettleWrites {
 // Combined operations: a database may do in one step (a statement, a call) what core would otherwise run as
 // several operations in `transact` (decision 0038). Each is exactly those operations in one transaction, nothing
 // more; without them core runs the operations themselves. PostgreSQL has them (a transaction costs it a round trip
-// a statement), and SQLite (one synchronous function in place of an Effect per operation, decision 0044).
+// a statement); test/storage/CombinedEquivalence.test.ts holds them to core's composition.
 export interface CombinedOperations {
   // updateOutcome, then insertEvent if it changed the transfer, then keepAnswer or answerWaitingKeys; true if
   // the outcome was written.
