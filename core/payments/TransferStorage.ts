@@ -24,7 +24,9 @@ export interface UnsettledRefund {
 // both win. The conditional writes (`from`, `status`, "without an answer") write only onto rows still in the
 // state core names, so that a late writer changes nothing. A card number, CVC or authentication value never
 // reaches this port.
-export interface TransferTx extends EventTx {
+
+// Idempotency keys, in the transaction.
+export interface KeyWrites {
   // Inserts the key as started at `now` by the claim's request, unless the client has it; true if it did.
   readonly insertKey: (client: ClientId, claim: KeyClaim, now: DateTime.Utc) => Effect.Effect<boolean>
   // The key as stored, locked until the transaction ends.
@@ -37,6 +39,10 @@ export interface TransferTx extends EventTx {
   readonly answerWaitingKeys: (client: ClientId, hash: RequestHash, transfer: TransferId) => Effect.Effect<void>
   // Deletes the key if it has no answer.
   readonly releaseKey: (client: ClientId, key: IdempotencyKey) => Effect.Effect<void>
+}
+
+// Transfers, in the transaction.
+export interface TransferWrites {
   // Inserts the transfer unless its client has its reference; true if it did.
   readonly insertTransfer: (transfer: Transfer) => Effect.Effect<boolean>
   readonly referenceHolder: (client: ClientId, reference: Reference) => Effect.Effect<Option.Option<TransferId>>
@@ -49,6 +55,10 @@ export interface TransferTx extends EventTx {
   readonly lockTransfer: (client: ClientId, id: TransferId) => Effect.Effect<Option.Option<Transfer>>
   // Writes the transfer's amount refunded as `to` if it is `from`; true if it did.
   readonly updateRefunded: (id: TransferId, from: bigint, to: bigint) => Effect.Effect<boolean>
+}
+
+// Refunds, in the transaction (under their transfer's lock).
+export interface RefundWrites {
   readonly insertRefund: (refund: Refund) => Effect.Effect<void>
   // The client's newest refund made with this Idempotency-Key, if any.
   readonly refundByKey: (client: ClientId, key: IdempotencyKey) => Effect.Effect<Option.Option<Refund>>
@@ -58,6 +68,8 @@ export interface TransferTx extends EventTx {
   // Deletes the refund if its stored status is `status`; true if it did.
   readonly deleteRefund: (id: RefundId, status: RefundStatus) => Effect.Effect<boolean>
 }
+
+export interface TransferTx extends EventTx, KeyWrites, TransferWrites, RefundWrites {}
 
 // An event with its audience (core/webhooks/Events.ts): a delivery for each of the owner's live endpoints in it,
 // as `recipients` reads them, within the same transaction.
@@ -93,16 +105,23 @@ export interface CombinedOperations {
   readonly insertTransferAndEvent: (transfer: Transfer, event: EventWrite) => Effect.Effect<boolean>
 }
 
-export interface TransferStorageShape extends TransferTx {
-  readonly combined?: CombinedOperations
-  // Runs `work` in one transaction. `work` only sequences the operations of `tx` (on SQLite it runs
-  // synchronously inside the transaction); a defect rolls everything back.
-  readonly transact: <A>(work: (tx: TransferTx) => Effect.Effect<A>) => Effect.Effect<A>
+// API clients.
+export interface ClientOperations {
   readonly createClient: (client: ApiClient, keyHash: string, now: DateTime.Utc) => Effect.Effect<void>
   readonly clientByKeyHash: (keyHash: string) => Effect.Effect<Option.Option<ApiClient>>
   readonly hasClients: Effect.Effect<boolean>
+}
+
+// Idempotency keys, each read or write a transaction of its own.
+export interface KeyOperations {
   // The key as stored, read without a lock (a read sees only what is durable).
   readonly keyRecord: (client: ClientId, key: IdempotencyKey) => Effect.Effect<Option.Option<KeyRecord>>
+  // Deletes up to `limit` keys started before `before`; answers how many.
+  readonly pruneKeys: (before: DateTime.Utc, limit: number) => Effect.Effect<number>
+}
+
+// Transfers, each read or write a transaction of its own.
+export interface TransferOperations {
   readonly get: (client: ClientId, id: TransferId) => Effect.Effect<Option.Option<Transfer>>
   readonly byReference: (client: ClientId, reference: Reference) => Effect.Effect<Option.Option<Transfer>>
   // Newest first by created time, then id: those after `startingAfter` (of this client), at most limit + 1
@@ -111,11 +130,11 @@ export interface TransferStorageShape extends TransferTx {
     client: ClientId,
     query: { readonly reference?: Reference; readonly limit: number; readonly startingAfter?: TransferId }
   ) => Effect.Effect<{ readonly data: ReadonlyArray<Transfer>; readonly hasMore: boolean }>
-  // Sums of `approved` transfers net of their amount refunded, per recipient merchant and currency, exact,
-  // ordered by both.
+  // Sums of the transfers in BalanceStatuses, net of their amount refunded, per recipient merchant and
+  // currency, exact, ordered by both.
   readonly balance: (client: ClientId) => Effect.Effect<ReadonlyArray<Balance>>
-  // Leases up to `limit` transfers, oldest first, until `leaseUntil`: `unknown` ones and `pending` ones
-  // created at or before `pendingBefore`, whose lease is unset or over at `now`. Concurrent callers never get
+  // Leases up to `limit` transfers, oldest first, until `leaseUntil`: those UnsettledTransfers takes (the
+  // `afterLease` ones created at or before `pendingBefore`), whose lease is unset or over at `now`. Concurrent callers never get
   // the same transfer while its lease runs (SKIP LOCKED on PostgreSQL).
   readonly claimUnsettled: (
     now: DateTime.Utc,
@@ -123,8 +142,12 @@ export interface TransferStorageShape extends TransferTx {
     leaseUntil: DateTime.Utc,
     limit: number
   ) => Effect.Effect<ReadonlyArray<Unsettled>>
-  // Writes the attempts and the next lease end of a transfer still `pending` or `unknown`.
+  // Writes the attempts and the next lease end of a transfer still in UnsettledTransfers.all.
   readonly reconcileLater: (id: TransferId, attempts: number, next: DateTime.Utc) => Effect.Effect<void>
+}
+
+// Refunds, each read or write a transaction of its own.
+export interface RefundOperations {
   readonly getRefund: (client: ClientId, id: RefundId) => Effect.Effect<Option.Option<Refund>>
   // A transfer's refunds, newest first by created time, then id, as `list` pages transfers.
   readonly listRefunds: (
@@ -141,8 +164,17 @@ export interface TransferStorageShape extends TransferTx {
     limit: number
   ) => Effect.Effect<ReadonlyArray<UnsettledRefund>>
   readonly reconcileRefundLater: (id: RefundId, attempts: number, next: DateTime.Utc) => Effect.Effect<void>
-  // Deletes up to `limit` keys started before `before`; answers how many.
-  readonly pruneKeys: (before: DateTime.Utc, limit: number) => Effect.Effect<number>
+}
+
+// The port: the operations of a transaction, each also a transaction of its own, `transact` to run several in
+// one, and the reads and writes above, grouped by aggregate.
+export interface TransferStorageShape
+  extends TransferTx, ClientOperations, KeyOperations, TransferOperations, RefundOperations
+{
+  readonly combined?: CombinedOperations
+  // Runs `work` in one transaction. `work` only sequences the operations of `tx` (on SQLite it runs
+  // synchronously inside the transaction); a defect rolls everything back.
+  readonly transact: <A>(work: (tx: TransferTx) => Effect.Effect<A>) => Effect.Effect<A>
 }
 
 export class TransferStorage extends Context.Tag("TransferStorage")<TransferStorage, TransferStorageShape>() {}

@@ -1,4 +1,4 @@
-import { Context, DateTime, Effect, Layer, Option } from "effect"
+import { Context, DateTime, Effect, Layer, Option, Struct } from "effect"
 import { randomId } from "../shared/RandomId.ts"
 import { audienceOf, emit, newEvent } from "../webhooks/Events.ts"
 import { EventViews } from "../webhooks/EventViews.ts"
@@ -10,14 +10,12 @@ import {
   IdempotencyStart,
   KeptAnswer,
   type KeyClaim,
-  type KeyRecord,
   type RequestHash
 } from "./Idempotency.ts"
 import {
   answersWaitingKeys,
   type ClientId,
   DuplicateReference,
-  type Reference,
   type Transfer,
   type TransferId,
   unsettledStatuses
@@ -40,6 +38,21 @@ export interface Balance {
   readonly amount: bigint
 }
 
+// What the store hands the use cases from the port unchanged (documented there).
+const passedThrough = [
+  "createClient",
+  "clientByKeyHash",
+  "hasClients",
+  "keyRecord",
+  "get",
+  "byReference",
+  "list",
+  "balance",
+  "claimUnsettled",
+  "reconcileLater",
+  "pruneKeys"
+] as const
+
 // The store the use cases see for API clients, transfers and idempotency keys, made once (`layer`) over any
 // database's TransferStorage port: the rules live here, the statements there. It never sees a PAN, CVC or
 // authentication value: a Transfer holds brand, last four, expiry and a keyed fingerprint only.
@@ -49,10 +62,7 @@ export interface Balance {
 // costs the transactions one without costs: start and reserve together, settle and keep the answer together.
 // Before them, core/payments/Transfers.ts reads the key (keyRecord): a retry of a key seen before is answered from that
 // read alone.
-export interface TransferStoreShape {
-  readonly createClient: (client: ApiClient, keyHash: string, now: DateTime.Utc) => Effect.Effect<void>
-  readonly clientByKeyHash: (keyHash: string) => Effect.Effect<Option.Option<ApiClient>>
-  readonly hasClients: Effect.Effect<boolean>
+export interface TransferStoreShape extends Pick<TransferStorageShape, (typeof passedThrough)[number]> {
   // Writes a transfer that is already final; with a claim, keeps it as the key's answer.
   readonly record: (transfer: Transfer, claim?: KeyClaim) => Effect.Effect<IdempotencyStart, DuplicateReference>
   // Takes the reference with a `pending` transfer before the card network is asked. A DuplicateReference
@@ -67,31 +77,8 @@ export interface TransferStoreShape {
   readonly cancel: (transfer: Transfer) => Effect.Effect<void>
   // Keeps a started key's answer; a key that has one already keeps its own.
   readonly keep: (client: ClientId, key: IdempotencyKey, answer: KeptAnswer) => Effect.Effect<void>
-  // A key's record as stored, read without writing (a read sees only what is durable). Once a key has an
-  // answer, or is held by another request, a retry is judged from this read and costs no write.
-  readonly keyRecord: (client: ClientId, key: IdempotencyKey) => Effect.Effect<Option.Option<KeyRecord>>
   // Frees a started key that has no answer, so that a retry runs again.
   readonly release: (client: ClientId, key: IdempotencyKey) => Effect.Effect<void>
-  readonly get: (client: ClientId, id: TransferId) => Effect.Effect<Option.Option<Transfer>>
-  readonly byReference: (client: ClientId, reference: Reference) => Effect.Effect<Option.Option<Transfer>>
-  readonly list: (
-    client: ClientId,
-    query: { readonly reference?: Reference; readonly limit: number; readonly startingAfter?: TransferId }
-  ) => Effect.Effect<{ readonly data: ReadonlyArray<Transfer>; readonly hasMore: boolean }>
-  readonly balance: (client: ClientId) => Effect.Effect<ReadonlyArray<Balance>>
-  // Leases up to `limit` transfers to reconcile until `leaseUntil`: `unknown` ones, and `pending` ones created
-  // at or before `pendingBefore` (their request died), each only when its previous lease or wait is over.
-  // Concurrent callers (other instances) never get the same transfer while its lease runs.
-  readonly claimUnsettled: (
-    now: DateTime.Utc,
-    pendingBefore: DateTime.Utc,
-    leaseUntil: DateTime.Utc,
-    limit: number
-  ) => Effect.Effect<ReadonlyArray<Unsettled>>
-  // The network had no final answer yet: ask again at `next`.
-  readonly reconcileLater: (id: TransferId, attempts: number, next: DateTime.Utc) => Effect.Effect<void>
-  // Deletes up to `limit` idempotency keys started before `before`; answers how many it deleted.
-  readonly pruneKeys: (before: DateTime.Utc, limit: number) => Effect.Effect<number>
 }
 
 export interface Unsettled {
@@ -240,23 +227,13 @@ export const make = Effect.gen(function*() {
     })
 
   return TransferStore.of({
-    createClient: storage.createClient,
-    clientByKeyHash: storage.clientByKeyHash,
-    hasClients: storage.hasClients,
+    ...Struct.pick(storage, ...passedThrough),
     record: (t, claim) => write(t, claim, true),
     reserve: (t, claim) => write(t, claim, false),
     settle,
     cancel: (t) => storage.deleteTransfer(t.id, "pending"),
     keep: storage.keepAnswer,
-    keyRecord: storage.keyRecord,
-    release: storage.releaseKey,
-    get: storage.get,
-    byReference: storage.byReference,
-    list: storage.list,
-    balance: storage.balance,
-    claimUnsettled: storage.claimUnsettled,
-    reconcileLater: storage.reconcileLater,
-    pruneKeys: storage.pruneKeys
+    release: storage.releaseKey
   })
 })
 

@@ -1,4 +1,4 @@
-import { Context, DateTime, Effect, Layer, Option } from "effect"
+import { Context, DateTime, Effect, Layer, Option, Struct } from "effect"
 import { type Email, normalizeEmail } from "../shared/Email.ts"
 import { randomId } from "../shared/RandomId.ts"
 import { emit, newEvent } from "../webhooks/Events.ts"
@@ -46,13 +46,14 @@ export interface SubscriptionQuery {
   readonly limit: number
 }
 
+// What the store hands the use cases from the port unchanged (documented there).
+const passedThrough = ["findFeed", "listFeeds", "get", "claimDue", "markFailed", "listSubscriptions"] as const
+
 // The store the use cases see for subscriptions, their tokens and the mail outbox, made once (`layer`) over
 // any database's SubscriptionStorage port. Every method is one transaction in which the rules
 // (decideSubscribe, transition, isUsable) are applied here, in core, to rows the port locked, so that concurrent
 // requests and several processes sharing one database see the rules hold.
-export interface SubscriptionStoreShape {
-  readonly findFeed: (name: FeedName) => Effect.Effect<Option.Option<Feed>>
-  readonly listFeeds: Effect.Effect<{ readonly feeds: ReadonlyArray<Feed>; readonly lastModified: DateTime.Utc }>
+export interface SubscriptionStoreShape extends Pick<SubscriptionStorageShape, (typeof passedThrough)[number]> {
   // Creates or replaces a feed; `created` tells which.
   readonly putFeed: (
     name: FeedName,
@@ -67,7 +68,6 @@ export interface SubscriptionStoreShape {
     readonly feed: FeedName
     readonly now: DateTime.Utc
   }) => Effect.Effect<{ readonly subscription: Subscription; readonly queued: boolean }>
-  readonly get: (id: SubscriptionId) => Effect.Effect<Option.Option<Subscription>>
   readonly findByToken: (
     hash: TokenHash,
     purpose: TokenPurpose,
@@ -79,13 +79,6 @@ export interface SubscriptionStoreShape {
     event: Event,
     now: DateTime.Utc
   ) => Effect.Effect<Subscription, InvalidToken>
-  readonly claimDue: (
-    now: DateTime.Utc,
-    leaseUntil: DateTime.Utc,
-    limit: number
-  ) => Effect.Effect<ReadonlyArray<OutboxEntry>>
-  readonly markFailed: (id: number, nextAttemptAt: DateTime.Utc | undefined, reason: string) => Effect.Effect<void>
-  readonly listSubscriptions: (query: SubscriptionQuery) => Effect.Effect<ReadonlyArray<Subscription>>
   // Deletes up to `limit` subscriptions still pending whose last signup was before `before`, with their tokens
   // and outbox rows; answers how many it deleted.
   readonly purgePending: (before: DateTime.Utc, limit: number) => Effect.Effect<number>
@@ -202,8 +195,7 @@ export const make = Effect.gen(function*() {
       )
 
   return SubscriptionStore.of({
-    findFeed: storage.findFeed,
-    listFeeds: storage.listFeeds,
+    ...Struct.pick(storage, ...passedThrough),
     putFeed: (name, title, now) =>
       storage.transact((tx) =>
         Effect.gen(function*() {
@@ -233,7 +225,6 @@ export const make = Effect.gen(function*() {
         }
         return yield* storage.transact((tx) => subscribeIn(tx, request))
       }),
-    get: storage.get,
     findByToken: (hash, purpose, now) =>
       Effect.flatMap(
         storage.token(hash, purpose),
@@ -243,9 +234,6 @@ export const make = Effect.gen(function*() {
             : Effect.succeedNone
       ),
     redeemToken,
-    claimDue: storage.claimDue,
-    markFailed: storage.markFailed,
-    listSubscriptions: storage.listSubscriptions,
     // Signups never confirmed: tokens and outbox rows go with them.
     purgePending: (before, limit) => storage.purge("pending", before, limit),
     // Tokens are stored only for the subscriptions still pending: a confirmed or unsubscribed one gets no mail.
