@@ -22,7 +22,7 @@ let smtp: SmtpTestServer
 let app: AppProcess
 let browser: Browser
 // Another site, serving the README's embeddable form: its origin is allowed (SUBSCRIBE_ALLOWED_ORIGINS).
-let site: Server
+let site: Server | undefined
 let sitePort: number
 const readmeSnippet = /#### Embedding the signup form[^]*?```html\n([^]*?)```/.exec(
   readFileSync(resolve(import.meta.dirname, "../../README.md"), "utf8")
@@ -58,11 +58,14 @@ describe.skipIf(skipBrowserSuites)(`the subscriber's pages in Chromium (${Chromi
     })
     const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>A site</title></head><body>
 <main><h1>A site</h1>${readmeSnippet.replace("https://news.example.com", app.baseUrl)}</main></body></html>`
-    site = createServer((_, response) => response.writeHead(200, { "content-type": "text/html" }).end(html))
-    await new Promise<void>((ok) => site.listen(sitePort, "127.0.0.1", ok))
+    const server = createServer((_, response) => response.writeHead(200, { "content-type": "text/html" }).end(html))
+    site = server
+    await new Promise<void>((ok) => server.listen(sitePort, "127.0.0.1", ok))
   })
   afterAll(async () => {
-    await new Promise((ok) => site?.close(ok))
+    // beforeAll may have failed before the site was made (no Chromium in CI): close only what was made.
+    const server = site
+    if (server !== undefined) await new Promise((ok) => server.close(ok))
     await browser?.close()
     await app?.stop()
     await smtp?.stop()
