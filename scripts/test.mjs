@@ -109,7 +109,7 @@ const steps = [
   }],
   // DATABASE_URL=memory: the suites that need no other process's view of the app's data (the others create
   // clients with the CLI, read the database's rows, or restart the app: docs/decisions/0045).
-  ["black-box suites on memory:", "vitest", [
+  ["black-box suites in memory (DATABASE_URL=memory:)", "vitest", [
     "run",
     "test/http/HttpSemantics.http.test.ts",
     "test/http/Client.http.test.ts",
