@@ -1,3 +1,4 @@
+import "./SupportedNode.ts"
 import { Cookies, type HttpServerResponse } from "@effect/platform"
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Effect, Exit, FiberId, Layer, Stream } from "effect"
