@@ -61,7 +61,7 @@ const result = await build({
   bundle: true,
   platform: "node",
   format: "esm",
-  target: "node20",
+  target: "node22",
   // The ES module builds of packages that ship both (better tree shaking).
   mainFields: ["module", "main"],
   external,

@@ -1,3 +1,4 @@
+import "../node/SupportedNode.ts"
 import { Args, Command, Options, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Console, DateTime, Effect, Layer, Redacted, Schema } from "effect"

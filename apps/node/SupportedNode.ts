@@ -1,5 +1,5 @@
-// Imported first by the Node app, so that it runs before any other module: on an older Node the native SQLite
-// driver crashes the process without a word (a segmentation fault) instead of failing with a message.
+// Imported first by the Node app and the CLI, so that it runs before any other module: on an older Node the
+// native SQLite driver crashes the process without a word (a segmentation fault) instead of failing with a message.
 // The lines are package.json's engines: Node 22 from 22.19, and 24 or newer.
 export const unsupportedNode = (version: string): string | undefined => {
   const [major = 0, minor = 0] = version.split(".").map(Number)
