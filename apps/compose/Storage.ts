@@ -35,10 +35,10 @@ export interface StorageAdapter {
   // The DATABASE_URL forms it takes, as the error at start names them.
   readonly forms: ReadonlyArray<string>
   readonly accepts: (databaseUrl: string) => boolean
-  // Several instances may share the storage: the rate limits are then kept where they all see them. A storage
-  // that is not shared is one process's: the CLI, a process of its own, refuses one that lives in memory.
+  // Several instances may share the storage: the rate limits are then kept where they all see them.
   readonly shared: boolean
-  // Kept outside the process, so that another process (the CLI) or a restart sees it.
+  // Kept outside the process, so that a restart or another process sees it: the CLI, a process of its own,
+  // refuses a storage that is not.
   readonly durable: boolean
   readonly layer: (databaseUrl: string, drivers: StorageDrivers) => Layer.Layer<Storage, StorageStartError>
 }
