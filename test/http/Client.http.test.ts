@@ -51,8 +51,11 @@ describe("the typed client", () => {
     assert.strictEqual((error as PaymentRequired).error.decline_code, "generic_decline")
   })
 
-  it("reads the public feeds and the health check", async () => {
+  it("reads the public feeds and the health checks", async () => {
     assert.deepStrictEqual(await run((c) => c.meta.healthz()), { status: "ok" } as any)
+    // Ready: the storage took a write (on every database and in memory; MariaDB's probe once used PostgreSQL's
+    // upsert and answered 503).
+    assert.deepStrictEqual(await run((c) => c.meta.readyz()), { status: "ok" } as any)
     const { feeds } = await run((c) => c.feeds.list({ headers: {} }))
     assert.isTrue(feeds.some((f) => f.name === "default"))
   })
