@@ -134,7 +134,7 @@ const typescript = (baseUrl: string, call: Call) => {
     ? ""
     : `,\n  headers: { Authorization: \`Bearer \${process.env.${call.key}}\` }`
   return `import createClient from "openapi-fetch"
-import type { paths } from "../paysub" // npx openapi-typescript ${baseUrl}/openapi.json -o paysub.d.ts
+import type { paths } from "./paysub" // npx openapi-typescript ${baseUrl}/openapi.json -o paysub.d.ts
 
 const paysub = createClient<paths>({
   baseUrl: "${baseUrl}"${headers}
