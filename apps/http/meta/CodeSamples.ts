@@ -1,3 +1,5 @@
+import { ExampleTransferRequest } from "../transfers/ExampleTransfer.ts"
+
 // The code samples beside every write a client sends (x-codeSamples): curl, and TypeScript with openapi-fetch
 // over the types openapi-typescript generates from /openapi.json. test/client/CodeSamples.http.test.ts runs
 // each one, as served, against the app; the ids below are the schemas' examples, which it swaps for real ones.
@@ -26,16 +28,7 @@ interface Call {
   readonly body?: Record<string, unknown>
 }
 
-const transfer = {
-  payment_transfer: {
-    reference: "order-1001",
-    amount: "12.30",
-    currency: "USD",
-    sender_account_uri: "pan:4242424242424242;exp=2030-12;cvc=737",
-    sender: { first_name: "Ann", email: "ann@example.com" },
-    recipient: { first_name: "Bob", email: "bob@example.com", merchant_id: "merchant_1" }
-  }
-}
+const transfer = ExampleTransferRequest
 const { endpoint, event, token } = SampleIds
 
 export const Calls: Readonly<Record<string, Call>> = {

@@ -18,6 +18,7 @@ import {
 import { EntityTagHeaders } from "../pipeline/Caching.ts"
 import { MerchantAuth } from "../pipeline/MerchantAuth.ts"
 import { Limit } from "../pipeline/Paging.ts"
+import { ExampleTransferRequest } from "./ExampleTransfer.ts"
 
 const Party = {
   first_name: Schema.String,
@@ -101,16 +102,7 @@ const TransferPayload = Schema.Struct({ payment_transfer: PaymentTransferRequest
 // The example is decoded by the schema it illustrates (the document shows it encoded again).
 export const CreateTransferPayload = TransferPayload.annotations({
   examples: [
-    Schema.decodeUnknownSync(TransferPayload)({
-      payment_transfer: {
-        reference: "order-1001",
-        amount: "12.30",
-        currency: "USD",
-        sender_account_uri: "pan:4242424242424242;exp=2030-12;cvc=737",
-        sender: { first_name: "Ann", email: "ann@example.com" },
-        recipient: { first_name: "Bob", email: "bob@example.com", merchant_id: "merchant_1" }
-      }
-    })
+    Schema.decodeUnknownSync(TransferPayload)(ExampleTransferRequest)
   ]
 })
 
