@@ -3,6 +3,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, Effect } from "effect"
 import { Dialect } from "./Dialect.ts"
 import { m0009_refunds } from "./RefundMigration.ts"
+import { m0011_console_sessions } from "./SessionMigration.ts"
 
 // One list for every database the service runs on; adapters/sql/Dialect.ts holds the few words that differ.
 const m0001_subscriptions = Effect.gen(function*() {
@@ -303,7 +304,8 @@ export const migrations = Migrator.fromRecord({
   "0006_webhooks": m0006_webhooks,
   "0007_subscriber_listing": m0007_subscriber_listing,
   "0008_rate_limits": m0008_rate_limits,
-  "0009_refunds": m0009_refunds
+  "0009_refunds": m0009_refunds,
+  "0011_console_sessions": m0011_console_sessions
 })
 
 const migrate = Migrator.make({})({ loader: migrations })

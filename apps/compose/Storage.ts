@@ -1,5 +1,6 @@
 import type { RateLimiter } from "@effect/experimental"
 import { Config, ConfigError, Data, Either, Layer } from "effect"
+import type { SessionStore } from "../../core/console/SessionStore.ts"
 import type { ClientDirectory } from "../../core/payments/ClientDirectory.ts"
 import type { RefundStore } from "../../core/payments/RefundStore.ts"
 import type { TransferStore } from "../../core/payments/TransferStore.ts"
@@ -24,6 +25,7 @@ export type Storage =
   | StorageHealth
   | ServiceSecrets
   | RateLimiter.RateLimiterStore
+  | SessionStore
 
 // The storage could not be opened or migrated at start.
 export class StorageStartError extends Data.TaggedError("StorageStartError")<{

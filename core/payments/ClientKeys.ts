@@ -1,4 +1,5 @@
 import { Effect, Redacted, Schema } from "effect"
+import { SessionStore } from "../console/SessionStore.ts"
 import { Tokens } from "../shared/Tokens.ts"
 import { ClientDirectory } from "./ClientDirectory.ts"
 import { ApiKeyPrefix } from "./Clients.ts"
@@ -14,10 +15,12 @@ export class ClientKeys extends Effect.Service<ClientKeys>()("ClientKeys", {
   effect: Effect.gen(function*() {
     const directory = yield* ClientDirectory
     const tokens = yield* Tokens
+    const sessions = yield* SessionStore
+    // The console sessions the old key opened end with it.
     const replace = (id: ClientId, keyHash: string) =>
       Effect.flatMap(
         directory.replaceKeyHash(id, keyHash),
-        (found) => found ? Effect.void : Effect.fail(new ClientNotFound({ client: id }))
+        (found) => found ? Effect.asVoid(sessions.removeForClient(id)) : Effect.fail(new ClientNotFound({ client: id }))
       )
     return {
       // Never a key's hash: whether the client can still authenticate is all that is shown of it.

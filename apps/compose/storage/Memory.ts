@@ -1,6 +1,7 @@
 import { RateLimiter } from "@effect/experimental"
 import { Effect, Layer } from "effect"
 import * as MemoryDatabase from "../../../adapters/memory/MemoryDatabase.ts"
+import { layer as MemorySessionStore } from "../../../adapters/memory/MemorySessionStore.ts"
 import { layer as MemoryStorageHealth } from "../../../adapters/memory/MemoryStorageHealth.ts"
 import * as MemorySubscriptionStore from "../../../adapters/memory/MemorySubscriptionStore.ts"
 import * as MemoryTransferStore from "../../../adapters/memory/MemoryTransferStore.ts"
@@ -26,6 +27,7 @@ export const Memory: StorageAdapter = {
       storesOver(Layer.merge(MemoryTransferStore.layer, MemorySubscriptionStore.layer)),
       MemoryWebhookStore.layer,
       MemoryStorageHealth,
+      MemorySessionStore,
       RateLimiter.layerStoreMemory,
       Layer.effectDiscard(Effect.logWarning(MemoryWarning))
     ).pipe(
