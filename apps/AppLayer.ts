@@ -1,5 +1,7 @@
-import { Duration, Effect, Layer, Option } from "effect"
+import { Duration, Effect, Layer, Option, Redacted } from "effect"
 import { layer as CryptoTokens } from "../adapters/crypto/CryptoTokens.ts"
+import { ConsoleSettings } from "../core/console/ConsoleSettings.ts"
+import { Sessions } from "../core/console/Sessions.ts"
 import { Clients } from "../core/payments/Clients.ts"
 import { KeyPruner } from "../core/payments/KeyPruner.ts"
 import { Reconciler } from "../core/payments/Reconciler.ts"
@@ -7,6 +9,7 @@ import { ReconcileSettings } from "../core/payments/ReconcileSettings.ts"
 import { Refunds } from "../core/payments/Refunds.ts"
 import { Transfers } from "../core/payments/Transfers.ts"
 import { SiteSettings } from "../core/shared/SiteSettings.ts"
+import { Tokens } from "../core/shared/Tokens.ts"
 import { MailConcurrency, OutboxWorker } from "../core/subscriptions/OutboxWorker.ts"
 import { PendingPurge, PendingPurgeSettings } from "../core/subscriptions/PendingPurge.ts"
 import { SubscriberDirectory } from "../core/subscriptions/SubscriberDirectory.ts"
@@ -20,7 +23,8 @@ import { cardNetworkLayer, sendersLayer } from "./compose/Senders.ts"
 import { storageLayer } from "./compose/Storage.ts"
 import type { StorageDrivers } from "./compose/storage/Drivers.ts"
 import { runWebhookWorker, runWorkers } from "./compose/Workers.ts"
-import { Api } from "./http/Api.ts"
+import { ServedApi } from "./console/ConsoleApi.ts"
+import { ConsoleLive } from "./console/ConsoleHandlers.ts"
 import { MetaLive } from "./http/meta/MetaHandlers.ts"
 import { adminAuthLayer } from "./http/pipeline/AdminAuthLive.ts"
 import { makeCors, parseOrigins } from "./http/pipeline/Cors.ts"
@@ -75,12 +79,20 @@ export const domainLayer = (drivers: StorageDrivers, deliveryWorker?: URL) =>
         ttl: Duration.days(config.pendingTtlDays),
         interval: Duration.hours(1)
       })
+      const consoleSettings = Layer.effect(
+        ConsoleSettings,
+        Effect.map(Tokens, (tokens) => ({
+          idleTimeout: Duration.minutes(config.consoleIdleMinutes),
+          adminKeyHash: Option.map(config.adminApiKey, (key) => tokens.hash(Redacted.value(key)))
+        }))
+      )
       return Layer.mergeAll(
         Subscriptions.Default,
         Transfers.Default,
         Refunds.Default,
         Clients.Default,
-        WebhookEndpoints.Default
+        WebhookEndpoints.Default,
+        Sessions.Default.pipe(Layer.provide(Clients.Default), Layer.provide(consoleSettings))
       ).pipe(
         Layer.provideMerge(Layer.mergeAll(OutboxWorker.Default, Reconciler.Default, KeyPruner.Default)),
         Layer.provideMerge(WebhookWorker.Default),
@@ -103,8 +115,17 @@ export const appLayer = (drivers: StorageDrivers, deliveryWorker?: URL) =>
         tracing,
         logFormat
       }
-      return pipelineLayer(Api, pipelineOptions).pipe(
-        Layer.provide([SubscriptionsLive, FeedsLive, TransfersLive, RefundsLive, MetaLive, WebhooksLive, shared]),
+      return pipelineLayer(ServedApi, pipelineOptions).pipe(
+        Layer.provide([
+          SubscriptionsLive,
+          FeedsLive,
+          TransfersLive,
+          RefundsLive,
+          MetaLive,
+          WebhooksLive,
+          ConsoleLive,
+          shared
+        ]),
         Layer.provideMerge(
           Layer.mergeAll(adminAuthLayer(config.adminApiKey), merchantAuthLayer, webhookAuthLayer(config.adminApiKey))
         ),

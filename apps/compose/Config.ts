@@ -1,5 +1,6 @@
 import { Config, Option } from "effect"
 import { mailConcurrencyConfig } from "../../adapters/mail/SmtpMailer.ts"
+import { DefaultIdleMinutes } from "../../core/console/ConsoleSettings.ts"
 import { DefaultPendingTtlDays } from "../../core/subscriptions/PendingPurge.ts"
 import { databaseUrlConfig, storageOf } from "./Storage.ts"
 
@@ -35,6 +36,8 @@ export const AppConfig = Config.all({
   merchantRateLimit: atLeast("MERCHANT_RATE_LIMIT", 0, 100),
   subscribeAllowedOrigins: Config.string("SUBSCRIBE_ALLOWED_ORIGINS").pipe(Config.withDefault("")),
   pendingTtlDays: atLeast("PENDING_TTL_DAYS", 1, DefaultPendingTtlDays),
+  consoleIdleMinutes: atLeast("CONSOLE_IDLE_MINUTES", 1, DefaultIdleMinutes),
+  consoleSignInRateLimit: atLeast("CONSOLE_SIGNIN_RATE_LIMIT", 0, 10),
   cardNetworkTimeoutMs: atLeast("CARD_NETWORK_TIMEOUT_MS", 1, 10_000),
   reconcileLeaseMs: atLeast("RECONCILE_LEASE_MS", 1, 30_000),
   reconcileMaxDelayMs: atLeast("RECONCILE_MAX_DELAY_MS", 1, 300_000),

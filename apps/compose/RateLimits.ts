@@ -24,7 +24,8 @@ const redisOptions = (url: string) => {
 export const rateLimits = (config: AppConfig) => {
   const limits = {
     subscribe: { limit: config.subscribeRateLimit, perMillis: 60_000 },
-    merchant: { limit: config.merchantRateLimit, perMillis: 1_000 }
+    merchant: { limit: config.merchantRateLimit, perMillis: 1_000 },
+    signIn: { limit: config.consoleSignInRateLimit, perMillis: 60_000 }
   }
   // Several instances run only on a database they share: there the limits are shared, in the database's rate
   // limit store, or in Redis when REDIS_URL is set.

@@ -11,14 +11,18 @@ import { makeRateLimiter, type RateLimit, type RateLimiter } from "./RateLimiter
 export const RequestIdHeader = "x-request-id"
 export const acceptedBodies = ["application/json", "application/x-www-form-urlencoded"]
 
-// One pair of token buckets per process.
+// One set of token buckets per process.
 export interface Limiters {
   readonly subscribe: RateLimiter
   readonly merchant: RateLimiter & { readonly enabled: boolean }
+  readonly signIn: RateLimiter
 }
-export const makeLimiters = (limits: { readonly subscribe: RateLimit; readonly merchant: RateLimit }): Limiters => ({
+export const makeLimiters = (
+  limits: { readonly subscribe: RateLimit; readonly merchant: RateLimit; readonly signIn: RateLimit }
+): Limiters => ({
   subscribe: makeRateLimiter(limits.subscribe),
-  merchant: Object.assign(makeRateLimiter(limits.merchant), { enabled: limits.merchant.limit > 0 })
+  merchant: Object.assign(makeRateLimiter(limits.merchant), { enabled: limits.merchant.limit > 0 }),
+  signIn: makeRateLimiter(limits.signIn)
 })
 
 // Handlers that render a body to keep (idempotent replays) read the request id from here: the pipeline sets it
@@ -54,7 +58,8 @@ const newRequestId = () => `${requestIdPrefix}${(requestCount++).toString(16).pa
 export const requestIdOf = (incoming: string | undefined) =>
   incoming !== undefined && /^[\w.-]{1,64}$/.test(incoming) ? incoming : newRequestId()
 
-// Which bucket a request draws from: POST /subscribe by client address, the merchant API by API key.
+// Which bucket a request draws from: POST /subscribe and the console's sign-in by client address, the merchant
+// API by API key.
 export const limitKey = (
   method: string,
   path: string,
@@ -63,6 +68,7 @@ export const limitKey = (
   limiters: Limiters
 ): [string, keyof Limiters] | undefined => {
   if (path === "/subscribe" && method === "POST") return [`ip:${remoteAddress ?? "unknown"}`, "subscribe"]
+  if (path === "/console/sign-in" && method === "POST") return [`ip:${remoteAddress ?? "unknown"}`, "signIn"]
   // A limit that is off costs no hash of the key.
   if (path.startsWith("/merchant/") && authorization !== undefined && limiters.merchant.enabled) {
     return [`key:${sha256(authorization, "base64url")}`, "merchant"]

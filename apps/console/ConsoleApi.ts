@@ -1,0 +1,49 @@
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Api } from "../http/Api.ts"
+
+// The console's pages (docs/console.md), declared like the API's endpoints so that the one request pipeline
+// routes, decodes and answers them, but served from `ServedApi`, not `Api`: they are not part of the API's
+// contract, so the OpenAPI document and the typed client never name them.
+const Html = HttpApiSchema.Text({ contentType: "text/html" })
+// The console's cookies: the session's id, and before sign-in the sign-in form's CSRF token.
+const Cookies = Schema.Struct({ cookie: Schema.optional(Schema.String) })
+// Forms are read field by field by their handlers, which answer a page whatever is missing.
+const field = Schema.optional(Schema.String)
+const SignInForm = Schema.Struct({ api_key: field, csrf_token: field }).pipe(
+  HttpApiSchema.withEncoding({ kind: "UrlParams" })
+)
+const SignOutForm = Schema.Struct({ csrf_token: field }).pipe(HttpApiSchema.withEncoding({ kind: "UrlParams" }))
+
+export class ConsoleApi extends HttpApiGroup.make("console")
+  .add(HttpApiEndpoint.get("home", "/console").setHeaders(Cookies).addSuccess(Html))
+  .add(
+    HttpApiEndpoint.post("signIn", "/console/sign-in")
+      .setHeaders(Cookies)
+      .setPayload(SignInForm)
+      .addSuccess(Html)
+  )
+  .add(
+    HttpApiEndpoint.post("signOut", "/console/sign-out")
+      .setHeaders(Cookies)
+      .setPayload(SignOutForm)
+      .addSuccess(Html)
+  )
+  .add(
+    HttpApiEndpoint.get("transfers", "/console/transfers")
+      .setHeaders(Cookies)
+      .setUrlParams(Schema.Struct({ status: field, reference: field, after: field }))
+      .addSuccess(Html)
+  )
+  .add(
+    HttpApiEndpoint.get("transfer", "/console/transfers/:id")
+      .setPath(Schema.Struct({ id: Schema.String }))
+      .setHeaders(Cookies)
+      .addSuccess(Html)
+  )
+  .add(HttpApiEndpoint.get("newsletter", "/console/newsletter").setHeaders(Cookies).addSuccess(Html))
+  .annotate(OpenApi.Exclude, true)
+{}
+
+// What the service serves: the API and the console.
+export const ServedApi = Api.add(ConsoleApi)

@@ -1,0 +1,149 @@
+import { Cookies, HttpServerResponse } from "@effect/platform"
+import { Effect, Option, Redacted, Schema } from "effect"
+import type { Session } from "../../core/console/Session.ts"
+import { Sessions } from "../../core/console/Sessions.ts"
+import { Refunds } from "../../core/payments/Refunds.ts"
+import { Reference, TransferId, TransferStatus } from "../../core/payments/Transfer.ts"
+import { Transfers } from "../../core/payments/Transfers.ts"
+import { SiteSettings } from "../../core/shared/SiteSettings.ts"
+import { Tokens } from "../../core/shared/Tokens.ts"
+import { group } from "../http/pipeline/ApiHandlers.ts"
+import { ServedApi } from "./ConsoleApi.ts"
+import { consolePage, seeOther, type SignedIn } from "./ConsolePage.ts"
+import { FormExpiredMessage, signInPage, SignInRefusedMessage } from "./SignInPage.ts"
+import { transferPage, transfersPage } from "./TransferPages.ts"
+import { transferPage as listPage } from "./TransferPaging.ts"
+
+// The session's cookie holds its id; the sign-in form's cookie, its CSRF token until a session has one.
+export const SessionCookie = "paysub_console"
+export const FormCookie = "paysub_console_form"
+const isToken = (s: string | undefined): s is string => s !== undefined && /^[\w-]{32,64}$/.test(s)
+const isTransferId = Schema.is(TransferId)
+const isStatus = Schema.is(TransferStatus)
+const isReference = Schema.is(Reference)
+
+const landing = (session: Session) => session.role === "admin" ? "/console/newsletter" : "/console/transfers"
+const notFound = (signedIn: SignedIn) =>
+  consolePage("Not found", "<p>There is nothing here, or it is not yours to see.</p>", { status: 404, signedIn })
+
+export const ConsoleLive = group(ServedApi, "console", (handlers) =>
+  Effect.gen(function*() {
+    const sessions = yield* Sessions
+    const transfers = yield* Transfers
+    const refunds = yield* Refunds
+    const tokens = yield* Tokens
+    const secure = (yield* SiteSettings).baseUrl.startsWith("https:")
+    const cookie = { httpOnly: true, sameSite: "strict", secure, path: "/console" } as const
+    const cookiesOf = (headers: { readonly cookie?: string | undefined }) =>
+      headers.cookie === undefined ? {} : Cookies.parseHeader(headers.cookie)
+    const withCookie = (response: HttpServerResponse.HttpServerResponse, name: string, value: string) =>
+      HttpServerResponse.unsafeSetCookie(response, name, value, cookie)
+    const ended = (response: HttpServerResponse.HttpServerResponse) =>
+      HttpServerResponse.expireCookie(response, SessionCookie, cookie).pipe(Effect.orDie)
+
+    const sessionOf = (headers: { readonly cookie?: string | undefined }) => {
+      const id = cookiesOf(headers)[SessionCookie]
+      return isToken(id)
+        ? Effect.map(sessions.current(id), Option.map((s) => ({ id, session: s })))
+        : Effect.succeedNone
+    }
+    const signedIn = (session: Session): SignedIn =>
+      session.role === "admin"
+        ? { who: "List owner", csrfToken: session.csrfToken, links: [["/console/newsletter", "Newsletter"]] }
+        : {
+          who: `Merchant ${session.clientId}`,
+          csrfToken: session.csrfToken,
+          links: [["/console/transfers", "Transfers"]]
+        }
+    // A page for a signed-in role: without a session, the sign-in page; another role's page is not found.
+    const page = <R>(
+      headers: { readonly cookie?: string | undefined },
+      role: Session["role"],
+      render: (session: Session, shown: SignedIn) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>
+    ) =>
+      Effect.flatMap(sessionOf(headers), (found) => {
+        if (Option.isNone(found)) return ended(seeOther("/console"))
+        const { session } = found.value
+        return session.role === role ? render(session, signedIn(session)) : Effect.succeed(notFound(signedIn(session)))
+      })
+    // The sign-in form, with the CSRF token its cookie holds (a new one when there is none).
+    const signInForm = (headers: { readonly cookie?: string | undefined }, error?: string, status?: number) =>
+      Effect.gen(function*() {
+        const kept = cookiesOf(headers)[FormCookie]
+        if (isToken(kept)) return signInPage(kept, error, status)
+        const token = yield* tokens.issue
+        return withCookie(signInPage(token, error, status), FormCookie, token)
+      })
+
+    return handlers
+      .handle("home", ({ headers }) =>
+        Effect.flatMap(
+          sessionOf(headers),
+          (found) => Option.isSome(found) ? Effect.succeed(seeOther(landing(found.value.session))) : signInForm(headers)
+        ))
+      .handle("signIn", ({ headers, payload }) => {
+        const expected = cookiesOf(headers)[FormCookie]
+        if (!isToken(expected) || payload.csrf_token !== expected) {
+          return signInForm({}, FormExpiredMessage, 403)
+        }
+        return sessions.signIn(Redacted.make(payload.api_key ?? "")).pipe(
+          Effect.map(({ id, session }) => withCookie(seeOther(landing(session)), SessionCookie, Redacted.value(id))),
+          Effect.catchTag("SignInRefused", () => signInForm(headers, SignInRefusedMessage, 401))
+        )
+      })
+      .handle("signOut", ({ headers, payload }) =>
+        Effect.flatMap(sessionOf(headers), (found) => {
+          if (Option.isNone(found)) return ended(seeOther("/console"))
+          const { id, session } = found.value
+          if (!sessions.formTokenValid(session, payload.csrf_token)) {
+            return Effect.succeed(
+              consolePage("Not signed out", `<p class="error">${FormExpiredMessage}</p>`, {
+                status: 403,
+                signedIn: signedIn(session)
+              })
+            )
+          }
+          return Effect.zipRight(sessions.signOut(id), ended(seeOther("/console")))
+        }))
+      .handle("transfers", ({ headers, urlParams }) =>
+        page(headers, "merchant", (session, shown) => {
+          const filters = {
+            status: isStatus(urlParams.status) ? urlParams.status : undefined,
+            reference: urlParams.reference?.trim()
+          }
+          const reference = filters.reference === undefined || filters.reference === "" ? undefined : filters.reference
+          // A reference no transfer can have finds none.
+          if (reference !== undefined && !isReference(reference)) {
+            return Effect.succeed(transfersPage(shown, { transfers: [], filters, paged: false, nextAfter: undefined }))
+          }
+          const after = isTransferId(urlParams.after) ? urlParams.after : undefined
+          return Effect.map(
+            listPage(transfers.list, session.clientId!, {
+              ...(reference === undefined ? {} : { reference }),
+              ...(filters.status === undefined ? {} : { status: filters.status }),
+              ...(after === undefined ? {} : { after })
+            }),
+            (found) => transfersPage(shown, { ...found, filters, paged: after !== undefined })
+          )
+        }))
+      .handle("transfer", ({ headers, path }) =>
+        page(headers, "merchant", (session, shown) => {
+          const client = session.clientId!
+          if (!isTransferId(path.id)) return Effect.succeed(notFound(shown))
+          return Effect.flatMap(transfers.get(client, path.id), (found) =>
+            Option.isNone(found)
+              ? Effect.succeed(notFound(shown))
+              : Effect.map(
+                refunds.list(client, found.value.id, { limit: 100 }),
+                ({ data, hasMore }) => transferPage(shown, found.value, data, hasMore)
+              ))
+        }))
+      .handle("newsletter", ({ headers }) =>
+        page(headers, "admin", (_session, shown) =>
+          Effect.succeed(consolePage(
+            "Newsletter",
+            `<p>You are signed in as the list owner. The feeds, subscribers, outbox and charts are not in the console
+yet (<a href="/docs">the API reference</a> and <code>npm run cli</code> have them); this page is where they will be.</p>`,
+            { signedIn: shown }
+          ))))
+  }))

@@ -1,0 +1,124 @@
+import { DateTime } from "effect"
+import { formatAmount } from "../../core/payments/Money.ts"
+import type { Refund } from "../../core/payments/Refund.ts"
+import { type Transfer, TransferStatus } from "../../core/payments/Transfer.ts"
+import { escapeHtml as escape } from "../../core/subscriptions/ConfirmationMail.ts"
+import { consolePage, type SignedIn } from "./ConsolePage.ts"
+
+// The merchant's transfers: a list to filter and page through, and a page per transfer with what the API shows
+// of it (the card's brand, last four and expiry, never more) and its refunds.
+export interface TransferFilters {
+  readonly status?: TransferStatus | undefined
+  readonly reference?: string | undefined
+}
+
+const time = (t: DateTime.Utc) => {
+  const iso = DateTime.formatIso(t)
+  return `<time datetime="${iso}">${iso.slice(0, 19).replace("T", " ")} UTC</time>`
+}
+const amount = (minor: bigint, t: { readonly currency: Transfer["currency"] }) => formatAmount(minor, t.currency)
+export const transferHref = (t: Transfer) => `/console/transfers/${encodeURIComponent(t.id)}`
+
+export const listHref = (filters: TransferFilters, after?: string) => {
+  const query = new URLSearchParams()
+  if (filters.status !== undefined) query.set("status", filters.status)
+  if (filters.reference !== undefined && filters.reference !== "") query.set("reference", filters.reference)
+  if (after !== undefined) query.set("after", after)
+  const text = query.toString()
+  return text === "" ? "/console/transfers" : `/console/transfers?${text}`
+}
+
+const filterForm = (filters: TransferFilters) =>
+  `<form class="filters" method="get" action="/console/transfers" role="search">
+<div><label for="status">Status</label>
+<select id="status" name="status"><option value="">Any</option>${
+    TransferStatus.literals.map((s) => `<option value="${s}"${filters.status === s ? " selected" : ""}>${s}</option>`)
+      .join("")
+  }</select></div>
+<div><label for="reference">Reference</label>
+<input id="reference" name="reference" value="${escape(filters.reference ?? "")}" maxlength="255"></div>
+<div><button type="submit">Search</button></div>
+</form>`
+
+export const transfersPage = (
+  signedIn: SignedIn,
+  page: {
+    readonly transfers: ReadonlyArray<Transfer>
+    readonly filters: TransferFilters
+    readonly paged: boolean
+    readonly nextAfter: string | undefined
+  }
+) =>
+  consolePage(
+    "Transfers",
+    `${filterForm(page.filters)}
+${
+      page.transfers.length === 0
+        ? "<p>No transfers here.</p>"
+        : `<table><caption>Transfers, newest first</caption>
+<thead><tr><th scope="col">Reference</th><th scope="col">Amount</th><th scope="col">Currency</th><th scope="col">Status</th><th scope="col">Time</th></tr></thead>
+<tbody>
+${
+          page.transfers.map((t) =>
+            `<tr><td><a href="${transferHref(t)}">${escape(t.reference)}</a></td><td class="amount">${
+              amount(t.amount, t)
+            }</td><td>${t.currency}</td><td>${t.status}</td><td>${time(t.createdAt)}</td></tr>`
+          ).join("\n")
+        }
+</tbody></table>`
+    }
+<nav aria-label="Pages">${page.paged ? `<a href="${escape(listHref(page.filters))}">First page</a> ` : ""}${
+      page.nextAfter === undefined
+        ? ""
+        : `<a href="${escape(listHref(page.filters, page.nextAfter))}" rel="next">Next page</a>`
+    }</nav>`,
+    { signedIn }
+  )
+
+const row = (label: string, value: string) => `<dt>${label}</dt><dd>${value}</dd>`
+const name = (p: { readonly first_name: string; readonly middle_name?: string | undefined }) =>
+  escape([p.first_name, p.middle_name].filter((n) => n !== undefined && n !== "").join(" "))
+
+export const transferPage = (signedIn: SignedIn, t: Transfer, refunds: ReadonlyArray<Refund>, more: boolean) => {
+  const card = t.sender.card
+  return consolePage(
+    `Transfer ${t.reference}`,
+    `<dl>
+${row("ID", `<code>${t.id}</code>`)}
+${row("Reference", escape(t.reference))}
+${row("Amount", `${amount(t.amount, t)} ${t.currency}`)}
+${row("Refunded", `${amount(t.amountRefunded, t)} ${t.currency}`)}
+${row("Status", t.status)}
+${
+      t.failure === undefined
+        ? ""
+        : row("Failure", escape([t.failure.code, t.failure.decline_code].filter(Boolean).join(", ")))
+    }
+${row("Card", `${escape(card.brand)} ending ${escape(card.last4)}, expires ${card.exp_month}/${card.exp_year}`)}
+${row("Sender", `${name(t.sender)} &lt;${escape(t.sender.email)}&gt;`)}
+${row("Recipient", `${name(t.recipient)} &lt;${escape(t.recipient.email)}&gt;`)}
+${row("Merchant ID", escape(t.recipient.merchant_id))}
+${row("Created", time(t.createdAt))}
+</dl>
+<h2>Refunds</h2>
+${
+      refunds.length === 0
+        ? "<p>No refunds.</p>"
+        : `<table><caption>Refunds, newest first</caption>
+<thead><tr><th scope="col">ID</th><th scope="col">Amount</th><th scope="col">Status</th><th scope="col">Reason</th><th scope="col">Time</th></tr></thead>
+<tbody>
+${
+          refunds.map((r) =>
+            `<tr><td><code>${r.id}</code></td><td class="amount">${
+              amount(r.amount, r)
+            } ${r.currency}</td><td>${r.status}${
+              r.failureReason === undefined ? "" : ` (${r.failureReason})`
+            }</td><td>${r.reason ?? ""}</td><td>${time(r.createdAt)}</td></tr>`
+          ).join("\n")
+        }
+</tbody></table>${more ? "<p>Only the latest 100 refunds are shown.</p>" : ""}`
+    }
+<p><a href="/console/transfers">All transfers</a></p>`,
+    { signedIn }
+  )
+}

@@ -1,0 +1,227 @@
+// Black-box: the console's sign-in, sessions and merchant pages over the app's real socket (any runtime, any
+// database): headers, cookies, CSRF, rate limit, escaping and who sees what.
+import { assert, describe, it } from "@effect/vitest"
+import { spawnSync } from "node:child_process"
+import { afterAll, beforeAll } from "vitest"
+import { AdminKey, AppProcess, cliBundle, inMemory } from "../support/AppProcess.ts"
+import { createClient, MerchantApi, transferBody, uniqueReference, unlimitedEnv } from "../support/Payments.ts"
+import { type Answer, ConsoleClient } from "./ConsoleClient.ts"
+
+let app: AppProcess
+beforeAll(async () => {
+  app = await AppProcess.start({ env: { ...unlimitedEnv, CONSOLE_SIGNIN_RATE_LIMIT: "0" } })
+})
+afterAll(() => app?.stop())
+
+const merchant = async (name: string) => {
+  const created = await createClient(app, name)
+  return { ...created, api: new MerchantApi(app.baseUrl, created.api_key) }
+}
+const cookieLine = (answer: Answer, name: string) => answer.setCookies.find((c) => c.startsWith(`${name}=`))
+const approved = async (api: MerchantApi, overrides: Parameters<typeof transferBody>[0] = {}) => {
+  const made = await api.create(transferBody({ reference: uniqueReference("console"), ...overrides }))
+  assert.strictEqual(made.status, 201, made.text)
+  return made.json.payment_transfer as { id: string; reference: string }
+}
+
+const assertConsoleHeaders = (answer: Answer) => {
+  const csp = answer.headers.get("content-security-policy") ?? ""
+  assert.include(csp, "default-src 'none'")
+  assert.include(csp, "frame-ancestors 'none'")
+  assert.notInclude(csp, "unsafe-inline")
+  assert.notInclude(csp, "script-src")
+  assert.strictEqual(answer.headers.get("referrer-policy"), "same-origin")
+  assert.strictEqual(answer.headers.get("x-frame-options"), "DENY")
+  assert.strictEqual(answer.headers.get("cache-control"), "no-store")
+  assert.notInclude(answer.text, "<script")
+}
+
+describe.skipIf(inMemory)("the console over HTTP", () => {
+  it("the sign-in page: a form with an API key field, a Sign in button, a CSRF token, the page's headers", async () => {
+    const browser = new ConsoleClient(app.appUrl)
+    const page = await browser.get("/console")
+    assert.strictEqual(page.status, 200)
+    assert.match(page.headers.get("content-type") ?? "", /^text\/html; charset=utf-8/)
+    assertConsoleHeaders(page)
+    assert.match(page.text, /<label for="api_key">API key<\/label>/)
+    assert.match(page.text, /<input id="api_key" name="api_key" type="password"/)
+    assert.match(page.text, /<button type="submit">Sign in<\/button>/)
+    const formCookie = cookieLine(page, "paysub_console_form")!
+    assert.match(formCookie, /HttpOnly/)
+    assert.match(formCookie, /SameSite=Strict/)
+    assert.notMatch(formCookie, /Secure/, "BASE_URL is http")
+    assert.strictEqual(ConsoleClient.token(page), browser.cookies.get("paysub_console_form"))
+  })
+
+  it("a merchant's key opens its transfers; the session cookie holds neither key nor what is stored", async () => {
+    const m = await merchant("console-merchant")
+    const transfer = await approved(m.api)
+    const browser = new ConsoleClient(app.appUrl)
+    const signedIn = await browser.signIn(m.api_key)
+    assert.strictEqual(signedIn.status, 303)
+    assert.strictEqual(signedIn.headers.get("location"), "/console/transfers")
+    assertConsoleHeaders(signedIn)
+    const session = cookieLine(signedIn, "paysub_console")!
+    assert.match(session, /HttpOnly/)
+    assert.match(session, /SameSite=Strict/)
+    assert.match(session, /Path=\/console/)
+    const id = browser.cookies.get("paysub_console")!
+    assert.match(id, /^[\w-]{43}$/)
+    assert.notInclude(session, m.api_key)
+    const list = await browser.get("/console/transfers")
+    assert.strictEqual(list.status, 200)
+    assertConsoleHeaders(list)
+    assert.include(list.text, `>${transfer.reference}</a>`)
+    assert.notInclude(list.text, m.api_key)
+    const rows = app.query<Record<string, unknown>>("SELECT * FROM console_sessions WHERE client_id = ?", m.id)
+    assert.lengthOf(rows, 1)
+    const stored = JSON.stringify(rows)
+    assert.notInclude(stored, m.api_key)
+    assert.notInclude(stored, id)
+    assert.notInclude(app.output, m.api_key)
+  })
+
+  it("a sign-in without the form's CSRF token, or with another, is refused and opens nothing", async () => {
+    const m = await merchant("console-csrf")
+    const browser = new ConsoleClient(app.appUrl)
+    await browser.get("/console")
+    for (const fields of [{ api_key: m.api_key }, { api_key: m.api_key, csrf_token: "x".repeat(43) }]) {
+      const refused = await browser.post("/console/sign-in", fields)
+      assert.strictEqual(refused.status, 403)
+      assertConsoleHeaders(refused)
+      assert.include(refused.text, "This form has expired")
+      assert.isUndefined(cookieLine(refused, "paysub_console"))
+    }
+    // Without the form's cookie (another site's form posting here), the token alone is not enough.
+    const page = await browser.get("/console")
+    const stranger = new ConsoleClient(app.appUrl)
+    const forged = await stranger.post("/console/sign-in", {
+      api_key: m.api_key,
+      csrf_token: ConsoleClient.token(page)
+    })
+    assert.strictEqual(forged.status, 403)
+    assert.isUndefined(cookieLine(forged, "paysub_console"))
+  })
+
+  it("every wrong key gets the same answer", async () => {
+    const m = await merchant("console-wrong")
+    const answers = []
+    for (const key of ["", "sk_unknown", `${m.api_key}x`, m.api_key.slice(0, -1), `${AdminKey}!`]) {
+      const browser = new ConsoleClient(app.appUrl)
+      const refused = await browser.signIn(key)
+      assert.strictEqual(refused.status, 401)
+      assert.isUndefined(cookieLine(refused, "paysub_console"))
+      answers.push(refused.text.replace(/name="csrf_token" value="[^"]+"/, ""))
+    }
+    assert.strictEqual(new Set(answers).size, 1)
+    assert.include(answers[0], "This key does not open a console.")
+  })
+
+  it("signing out needs the session's CSRF token, ends the session, and its cookie is refused after", async () => {
+    const m = await merchant("console-out")
+    const browser = new ConsoleClient(app.appUrl)
+    await browser.signIn(m.api_key)
+    const id = browser.cookies.get("paysub_console")!
+    const list = await browser.get("/console/transfers")
+    assert.match(list.text, /<button type="submit">Sign out<\/button>/)
+    const noToken = await browser.post("/console/sign-out", {})
+    assert.strictEqual(noToken.status, 403)
+    assert.strictEqual((await browser.get("/console/transfers")).status, 200, "still signed in")
+    const out = await browser.post("/console/sign-out", { csrf_token: ConsoleClient.token(list) })
+    assert.strictEqual(out.status, 303)
+    assert.strictEqual(out.headers.get("location"), "/console")
+    assert.match(cookieLine(out, "paysub_console")!, /Expires=Thu, 01 Jan 1970|Max-Age=0/i)
+    // The old cookie, sent again (as a copy of it would be), opens nothing.
+    const replayed = new ConsoleClient(app.appUrl)
+    replayed.cookies.set("paysub_console", id)
+    const after = await replayed.get("/console/transfers")
+    assert.strictEqual(after.status, 303)
+    assert.strictEqual(after.headers.get("location"), "/console")
+    assert.lengthOf(app.query("SELECT * FROM console_sessions WHERE client_id = ?", m.id), 0)
+  })
+
+  it("what people wrote is shown as text, and another merchant's transfer is not found", async () => {
+    const m = await merchant("console-escape")
+    const hostile = "<script>alert(1)</script>"
+    const transfer = await approved(m.api, {
+      reference: `"><img-src=x>${Date.now()}`,
+      sender: { first_name: hostile, email: "ann@example.com" },
+      recipient: { first_name: `<b>${hostile}</b>`, email: "bob@example.com", merchant_id: "merchant_1" }
+    })
+    const browser = new ConsoleClient(app.appUrl)
+    await browser.signIn(m.api_key)
+    const page = await browser.get(`/console/transfers/${transfer.id}`)
+    assert.strictEqual(page.status, 200)
+    assertConsoleHeaders(page)
+    assert.notInclude(page.text, hostile)
+    assert.notInclude(page.text, "<img-src")
+    assert.include(page.text, "&lt;script&gt;alert(1)&lt;/script&gt;")
+    assert.include(page.text, "&quot;&gt;&lt;img-src=x&gt;")
+    const list = await browser.get(`/console/transfers?reference=${encodeURIComponent(transfer.reference)}`)
+    assert.notInclude(list.text, "<img-src")
+    assert.include(list.text, "&quot;&gt;&lt;img-src=x&gt;")
+
+    const other = await merchant("console-other")
+    const stranger = new ConsoleClient(app.appUrl)
+    await stranger.signIn(other.api_key)
+    const hidden = await stranger.get(`/console/transfers/${transfer.id}`)
+    assert.strictEqual(hidden.status, 404)
+    assert.notInclude(hidden.text, transfer.reference.slice(2))
+    assert.strictEqual((await stranger.get("/console/transfers/not-an-id")).status, 404)
+  })
+
+  it("the admin key opens the list owner's console, which shows no merchant's transfers", async () => {
+    const browser = new ConsoleClient(app.appUrl)
+    const signedIn = await browser.signIn(AdminKey)
+    assert.strictEqual(signedIn.status, 303)
+    assert.strictEqual(signedIn.headers.get("location"), "/console/newsletter")
+    const home = await browser.get("/console")
+    assert.strictEqual(home.headers.get("location"), "/console/newsletter")
+    assert.strictEqual((await browser.get("/console/newsletter")).status, 200)
+    assert.strictEqual((await browser.get("/console/transfers")).status, 404)
+    const rows = app.query<{ role: string; client_id: unknown }>(
+      "SELECT role, client_id FROM console_sessions WHERE role = ?",
+      "admin"
+    )
+    assert.isAtLeast(rows.length, 1)
+    assert.isNull(rows[0]!.client_id)
+  })
+
+  it("rotating a merchant's key with the CLI ends its console sessions", async () => {
+    const m = await merchant("console-rotate")
+    const browser = new ConsoleClient(app.appUrl)
+    await browser.signIn(m.api_key)
+    assert.strictEqual((await browser.get("/console/transfers")).status, 200)
+    const rotated = spawnSync(process.execPath, [cliBundle, "client", "rotate-key", m.id], {
+      env: { ...process.env, DATABASE_URL: app.databaseUrl },
+      encoding: "utf8"
+    })
+    assert.strictEqual(rotated.status, 0, rotated.stderr)
+    assert.strictEqual((await browser.get("/console/transfers")).status, 303)
+  })
+})
+
+describe.skipIf(inMemory)("the console behind https, with a sign-in limit", () => {
+  let limited: AppProcess
+  beforeAll(async () => {
+    limited = await AppProcess.start({
+      env: { ...unlimitedEnv, BASE_URL: "https://console.example", CONSOLE_SIGNIN_RATE_LIMIT: "3" }
+    })
+  })
+  afterAll(() => limited?.stop())
+
+  it("cookies are Secure; sign-in attempts past the limit from one address get 429", async () => {
+    const browser = new ConsoleClient(limited.appUrl)
+    const page = await browser.get("/console")
+    assert.match(cookieLine(page, "paysub_console_form")!, /; Secure/)
+    const token = ConsoleClient.token(page)
+    const statuses = []
+    for (let i = 0; i < 5; i++) {
+      statuses.push((await browser.post("/console/sign-in", { api_key: `sk_wrong${i}`, csrf_token: token })).status)
+    }
+    assert.deepStrictEqual(statuses, [401, 401, 401, 429, 429])
+    const last = await browser.post("/console/sign-in", { api_key: AdminKey, csrf_token: token })
+    assert.strictEqual(last.status, 429, "the right key too, once the limit is reached")
+    assert.isNotNull(last.headers.get("retry-after"))
+  })
+})
