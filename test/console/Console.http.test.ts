@@ -4,7 +4,14 @@ import { assert, describe, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
 import { afterAll, beforeAll } from "vitest"
 import { AdminKey, AppProcess, cliBundle, inMemory } from "../support/AppProcess.ts"
-import { createClient, MerchantApi, transferBody, uniqueReference, unlimitedEnv } from "../support/Payments.ts"
+import {
+  accountUri,
+  createClient,
+  MerchantApi,
+  transferBody,
+  uniqueReference,
+  unlimitedEnv
+} from "../support/Payments.ts"
 import { type Answer, ConsoleClient } from "./ConsoleClient.ts"
 
 let app: AppProcess
@@ -198,6 +205,97 @@ describe.skipIf(inMemory)("the console over HTTP", () => {
     })
     assert.strictEqual(rotated.status, 0, rotated.stderr)
     assert.strictEqual((await browser.get("/console/transfers")).status, 303)
+  })
+})
+
+describe.skipIf(inMemory)("the merchant's transfers in the console", () => {
+  const rowsOf = (page: Answer) =>
+    [...page.text.matchAll(
+      /<tr><td><a href="\/console\/transfers\/(tr_\w+)">([^<]*)<\/a><\/td><td class="amount">([^<]*)<\/td><td>([A-Z]{3})<\/td><td>(\w+)<\/td><td><time datetime="([^"]+)">/g
+    )]
+      .map(([, id, reference, amount, currency, status, time]) => ({ id, reference, amount, currency, status, time }))
+  const nextOf = (page: Answer) =>
+    /<a href="([^"]+)" rel="next">Next page<\/a>/.exec(page.text)?.[1]?.replaceAll("&amp;", "&")
+
+  it("newest first, 25 a page, filtered by status, searched by reference; each row its fields", async () => {
+    const m = await merchant("console-list")
+    const made: Array<{ id: string; reference: string; status: string }> = []
+    for (let i = 0; i < 28; i++) {
+      const declined = i % 4 === 0
+      const body = transferBody({
+        reference: uniqueReference(`list${i}`),
+        amount: `${i + 1}.05`,
+        ...(declined ? { sender_account_uri: accountUri("4000000000000002") } : {})
+      })
+      const answer = await m.api.create(body)
+      assert.strictEqual(answer.status, declined ? 402 : 201, answer.text)
+      made.push({
+        id: declined ? answer.json.error.transfer : answer.json.payment_transfer.id,
+        reference: body.payment_transfer.reference as string,
+        status: declined ? "declined" : "approved"
+      })
+    }
+    const newestFirst = [...made].reverse()
+    const browser = new ConsoleClient(app.appUrl)
+    await browser.signIn(m.api_key)
+
+    const first = await browser.get("/console/transfers")
+    const rows = rowsOf(first)
+    assert.deepStrictEqual(rows.map((r) => r.id), newestFirst.slice(0, 25).map((t) => t.id))
+    assert.deepStrictEqual(rows[0], {
+      id: made[27]!.id,
+      reference: made[27]!.reference,
+      amount: "28.05",
+      currency: "USD",
+      status: "approved",
+      time: rows[0]!.time
+    })
+    assert.isTrue(Date.now() - Date.parse(rows[0]!.time) < 120_000)
+    const second = await browser.get(nextOf(first)!)
+    assert.deepStrictEqual(rowsOf(second).map((r) => r.id), newestFirst.slice(25).map((t) => t.id))
+    assert.isUndefined(nextOf(second))
+    assert.include(second.text, ">First page</a>")
+
+    const declined = await browser.get("/console/transfers?status=declined")
+    assert.deepStrictEqual(
+      rowsOf(declined).map((r) => [r.id, r.status]),
+      newestFirst.filter((t) => t.status === "declined").map((t) => [t.id, "declined"])
+    )
+    assert.include(declined.text, "<option value=\"declined\" selected>")
+
+    const target = made[10]!
+    const found = await browser.get(`/console/transfers?reference=${encodeURIComponent(target.reference)}`)
+    assert.deepStrictEqual(rowsOf(found).map((r) => r.id), [target.id])
+    assert.lengthOf(rowsOf(await browser.get("/console/transfers?reference=no-such-reference")), 0)
+    assert.lengthOf(rowsOf(await browser.get("/console/transfers?reference=has%20a%20space")), 0)
+  })
+
+  it("a transfer's page: its fields, the card as the API shows it, its refunds", async () => {
+    const m = await merchant("console-page")
+    const pan = "5555555555554444"
+    const transfer = await approved(m.api, { amount: "40.00", sender_account_uri: accountUri(pan) })
+    const refund = await m.api.refund(transfer.id, { amount: "15.00", reason: "requested_by_customer" })
+    assert.strictEqual(refund.status, 201, refund.text)
+    const browser = new ConsoleClient(app.appUrl)
+    await browser.signIn(m.api_key)
+    const page = await browser.get(`/console/transfers/${transfer.id}`)
+    assert.strictEqual(page.status, 200)
+    for (
+      const shown of [
+        `<code>${transfer.id}</code>`,
+        "<dd>40.00 USD</dd>",
+        "<dt>Refunded</dt><dd>15.00 USD</dd>",
+        "<dd>approved</dd>",
+        "mastercard ending 4444",
+        "Ann Marie &lt;ann@example.com&gt;",
+        "<dd>merchant_1</dd>",
+        `<code>${refund.json.refund.id}</code>`,
+        "15.00 USD</td><td>succeeded</td><td>requested_by_customer</td>"
+      ]
+    ) assert.include(page.text, shown)
+    assert.notInclude(page.text, pan)
+    assert.notInclude(page.text, pan.slice(0, 12))
+    assert.notInclude(page.text.toLowerCase(), "cvc")
   })
 })
 

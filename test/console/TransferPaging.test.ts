@@ -1,0 +1,68 @@
+// The console's pages of transfers over a listing like Transfers.list (newest first, `startingAfter`, at most
+// `limit`): a status filter reads batches, and following the pages shows every matching transfer once, in order.
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { PageSize, transferPage } from "../../apps/console/TransferPaging.ts"
+import type { ClientId, Transfer, TransferId, TransferStatus } from "../../core/payments/Transfer.ts"
+import type { Transfers } from "../../core/payments/Transfers.ts"
+
+const client = "cl_xxxxxxxxxxxxxxxxxxxxxxxx" as ClientId
+const statuses: ReadonlyArray<TransferStatus> = ["approved", "declined", "pending", "unknown"]
+// Newest first; every 97th declined, so that whole batches of 100 hold one or none.
+const all = Array.from({ length: 2500 }, (_, i) => ({
+  id: `tr_${String(2500 - i).padStart(24, "0")}` as TransferId,
+  reference: `ref-${i}`,
+  status: i % 97 === 0 ? "declined" : statuses[i % 2 === 0 ? 0 : 2]
+})) as unknown as ReadonlyArray<Transfer>
+
+let reads = 0
+const list: Transfers["list"] = (_client, query) =>
+  Effect.sync(() => {
+    reads++
+    const start = query.startingAfter === undefined ? 0 : all.findIndex((t) => t.id === query.startingAfter) + 1
+    const matching = all.slice(start).filter((t) => query.reference === undefined || t.reference === query.reference)
+    return { data: matching.slice(0, query.limit), hasMore: matching.length > query.limit }
+  })
+
+const follow = (status?: TransferStatus) =>
+  Effect.gen(function*() {
+    const seen: Array<Array<string>> = []
+    let after: TransferId | undefined
+    for (let pages = 0; pages < 200; pages++) {
+      reads = 0
+      const page = yield* transferPage(list, client, {
+        ...(status === undefined ? {} : { status }),
+        ...(after === undefined ? {} : { after })
+      })
+      assert.isAtMost(reads, 10, "a page reads at most ten batches")
+      assert.isAtMost(page.transfers.length, PageSize)
+      seen.push(page.transfers.map((t) => t.id))
+      if (page.nextAfter === undefined) return seen
+      after = page.nextAfter
+    }
+    throw new Error("the pages never ended")
+  })
+
+describe("the console's transfer pages", () => {
+  it.effect("without a filter: pages of 25, every transfer once, newest first", () =>
+    Effect.gen(function*() {
+      const pages = yield* follow()
+      assert.deepStrictEqual(pages.flat(), all.map((t) => t.id))
+      assert.isTrue(pages.slice(0, -1).every((p) => p.length === PageSize))
+    }))
+
+  it.effect("by status: every matching transfer once, in order, even where a page stops at its read limit", () =>
+    Effect.gen(function*() {
+      for (const status of ["declined", "approved", "unknown"] as const) {
+        const pages = yield* follow(status)
+        assert.deepStrictEqual(pages.flat(), all.filter((t) => t.status === status).map((t) => t.id), status)
+      }
+    }))
+
+  it.effect("a reference finds its transfer", () =>
+    Effect.gen(function*() {
+      const page = yield* transferPage(list, client, { reference: "ref-1234" as Transfer["reference"] })
+      assert.deepStrictEqual(page.transfers.map((t) => t.reference), ["ref-1234"])
+      assert.isUndefined(page.nextAfter)
+    }))
+})
