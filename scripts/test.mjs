@@ -130,7 +130,8 @@ const steps = [
       "test/http",
       "test/client",
       "test/reliability",
-      "test/scaleout"
+      "test/scaleout",
+      "test/browser/Console.browser.test.ts"
     ], {
       ...pgEnv,
       ...built,

@@ -1,0 +1,95 @@
+// The console in a real browser (Chromium), with JavaScript on and off, on whatever database TEST_DATABASE
+// picks (SQLite by default; TEST_DATABASE=postgres runs the same file on PostgreSQL): a merchant signs in with
+// its key, sees a transfer made through the API, opens it, and signs out. axe-core audits every page, and
+// Chromium's console must report no Content-Security-Policy violation (the page's inline style is allowed by
+// its hash, nothing else is). Screenshots go to test-results/browser/.
+import type { Browser, BrowserContext, Page } from "playwright-core"
+import { afterAll, assert, beforeAll, describe, it } from "vitest"
+import { AppProcess, inMemory } from "../support/AppProcess.ts"
+import { createClient, MerchantApi, transferBody, uniqueReference, unlimitedEnv } from "../support/Payments.ts"
+import { assertAccessible, ChromiumPath, launchBrowser, screenshot, skipBrowserSuites } from "./Browser.ts"
+
+let app: AppProcess
+let browser: Browser
+// The page's CSP refuses axe's script, as it should: axe audits the same document in a tab of its own.
+const audit = (page: Page) => assertAccessible(page, false, browser)
+
+describe.skipIf(skipBrowserSuites || inMemory)(`the console in Chromium (${ChromiumPath})`, () => {
+  beforeAll(async () => {
+    browser = await launchBrowser()
+    app = await AppProcess.start({ env: { ...unlimitedEnv, CONSOLE_SIGNIN_RATE_LIMIT: "0" } })
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await app?.stop()
+  })
+
+  for (const javaScript of [true, false]) {
+    const mode = javaScript ? "js" : "nojs"
+    describe(`JavaScript ${javaScript ? "on" : "off"}`, () => {
+      let context: BrowserContext
+      let page: Page
+      const problems: Array<string> = []
+      beforeAll(async () => {
+        context = await browser.newContext({ viewport: { width: 1024, height: 768 }, javaScriptEnabled: javaScript })
+        page = await context.newPage()
+        page.on("console", (m) => {
+          // The service has no icon: the browser's own request for one is no fault of the page.
+          if (m.location().url.endsWith("/favicon.ico")) return
+          if (m.type() === "error" || /Content.Security.Policy/i.test(m.text())) {
+            problems.push(`${m.text()} (${m.location().url})`)
+          }
+        })
+        page.on("pageerror", (e) => problems.push(e.message))
+      })
+      afterAll(() => context?.close())
+
+      it("signs in with a merchant's key, sees a transfer made through the API, opens it, signs out", async () => {
+        const merchant = await createClient(app, `browser-${mode}`)
+        const api = new MerchantApi(app.baseUrl, merchant.api_key)
+        const reference = uniqueReference(`browser-${mode}`)
+        const made = await api.create(transferBody({ reference, amount: "23.45" }))
+        assert.strictEqual(made.status, 201, made.text)
+        const id = made.json.payment_transfer.id as string
+
+        await page.goto(`${app.appUrl}/console`)
+        await screenshot(page, "console-sign-in")
+        await audit(page)
+        await page.getByLabel("API key").fill(merchant.api_key)
+        await page.getByRole("button", { name: "Sign in" }).click()
+        await page.waitForURL(`${app.appUrl}/console/transfers`)
+
+        const cookies = await context.cookies(`${app.appUrl}/console`)
+        const session = cookies.find((c) => c.name === "paysub_console")!
+        assert.isTrue(session.httpOnly)
+        assert.strictEqual(session.sameSite, "Strict")
+        assert.notInclude(JSON.stringify(cookies), merchant.api_key)
+        assert.notInclude(await page.content(), merchant.api_key)
+
+        const row = page.getByRole("row").filter({ has: page.getByRole("link", { name: reference }) })
+        assert.deepStrictEqual(
+          (await row.getByRole("cell").allTextContents()).slice(0, 4),
+          [reference, "23.45", "USD", "approved"]
+        )
+        await screenshot(page, "console-transfers")
+        await audit(page)
+
+        await page.getByRole("link", { name: reference }).click()
+        await page.waitForURL(`${app.appUrl}/console/transfers/${id}`)
+        assert.strictEqual(await page.getByRole("heading", { level: 1 }).textContent(), `Transfer ${reference}`)
+        assert.include(await page.locator("dl").textContent(), "23.45 USD")
+        await screenshot(page, "console-transfer")
+        await audit(page)
+
+        await page.getByRole("button", { name: "Sign out" }).click()
+        await page.waitForURL(`${app.appUrl}/console`)
+        assert.isTrue(await page.getByRole("button", { name: "Sign in" }).isVisible())
+        assert.isUndefined((await context.cookies(`${app.appUrl}/console`)).find((c) => c.name === "paysub_console"))
+        await page.goto(`${app.appUrl}/console/transfers/${id}`)
+        assert.strictEqual(page.url(), `${app.appUrl}/console`, "signed out: the sign-in page again")
+        assert.notInclude(await page.content(), reference)
+        assert.deepStrictEqual(problems, [])
+      })
+    })
+  }
+})
