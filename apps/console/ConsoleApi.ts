@@ -13,6 +13,9 @@ const field = Schema.optional(Schema.String)
 const SignInForm = Schema.Struct({ api_key: field, csrf_token: field }).pipe(
   HttpApiSchema.withEncoding({ kind: "UrlParams" })
 )
+const RefundForm = Schema.Struct({ amount: field, csrf_token: field, idempotency_key: field }).pipe(
+  HttpApiSchema.withEncoding({ kind: "UrlParams" })
+)
 const SignOutForm = Schema.Struct({ csrf_token: field }).pipe(HttpApiSchema.withEncoding({ kind: "UrlParams" }))
 
 export class ConsoleApi extends HttpApiGroup.make("console")
@@ -39,6 +42,13 @@ export class ConsoleApi extends HttpApiGroup.make("console")
     HttpApiEndpoint.get("transfer", "/console/transfers/:id")
       .setPath(Schema.Struct({ id: Schema.String }))
       .setHeaders(Cookies)
+      .addSuccess(Html)
+  )
+  .add(
+    HttpApiEndpoint.post("refund", "/console/transfers/:id/refunds")
+      .setPath(Schema.Struct({ id: Schema.String }))
+      .setHeaders(Cookies)
+      .setPayload(RefundForm)
       .addSuccess(Html)
   )
   .add(HttpApiEndpoint.get("newsletter", "/console/newsletter").setHeaders(Cookies).addSuccess(Html))

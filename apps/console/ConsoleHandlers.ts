@@ -2,12 +2,14 @@ import { Cookies, HttpServerResponse } from "@effect/platform"
 import { Effect, Option, Redacted, Schema } from "effect"
 import type { Session } from "../../core/console/Session.ts"
 import { Sessions } from "../../core/console/Sessions.ts"
-import { Refunds } from "../../core/payments/Refunds.ts"
+import { IdempotencyKey } from "../../core/payments/Idempotency.ts"
+import { type RefundError, Refunds } from "../../core/payments/Refunds.ts"
 import { Reference, TransferId, TransferStatus } from "../../core/payments/Transfer.ts"
 import { Transfers } from "../../core/payments/Transfers.ts"
 import { SiteSettings } from "../../core/shared/SiteSettings.ts"
 import { Tokens } from "../../core/shared/Tokens.ts"
 import { group } from "../http/pipeline/ApiHandlers.ts"
+import { currentRequestId } from "../http/pipeline/Edge.ts"
 import { ServedApi } from "./ConsoleApi.ts"
 import { consolePage, seeOther, type SignedIn } from "./ConsolePage.ts"
 import { FormExpiredMessage, signInPage, SignInRefusedMessage } from "./SignInPage.ts"
@@ -21,6 +23,29 @@ const isToken = (s: string | undefined): s is string => s !== undefined && /^[\w
 const isTransferId = Schema.is(TransferId)
 const isStatus = Schema.is(TransferStatus)
 const isReference = Schema.is(Reference)
+
+const isIdempotencyKey = Schema.is(IdempotencyKey)
+
+// Why a refund was not made, for the person who asked, and the status of the page that says so.
+const refundRefusal = (e: RefundError): string => {
+  switch (e._tag) {
+    case "InvalidRefund":
+    case "AmountTooLarge":
+      return e.message
+    case "TransferAlreadyRefunded":
+      return "This transfer has been refunded in full."
+    case "TransferNotRefundable":
+      return "Only an approved transfer can be refunded."
+    case "CardNetworkUnavailable":
+      return "The card network is unavailable; no refund was made. Try again."
+    case "IdempotencyKeyReused":
+      return "This form was used for another refund already. Try again with the form below."
+    default:
+      return "No refund was made. Try again."
+  }
+}
+const refusalStatus = (e: RefundError) =>
+  e._tag === "CardNetworkUnavailable" ? 503 : e._tag === "IdempotencyKeyReused" ? 409 : 400
 
 const landing = (session: Session) => session.role === "admin" ? "/console/newsletter" : "/console/transfers"
 const notFound = (signedIn: SignedIn) =>
@@ -75,6 +100,23 @@ export const ConsoleLive = group(ServedApi, "console", (handlers) =>
         return withCookie(signInPage(token, error, status), FormCookie, token)
       })
 
+    // A transfer's page, with a refund form (a new idempotency key each time it is shown).
+    const showTransfer = (
+      session: Session,
+      shown: SignedIn,
+      id: string,
+      form: { readonly error?: string; readonly amount?: string | undefined; readonly status?: number } = {}
+    ) =>
+      Effect.gen(function*() {
+        const client = session.clientId!
+        if (!isTransferId(id)) return notFound(shown)
+        const found = yield* transfers.get(client, id)
+        if (Option.isNone(found)) return notFound(shown)
+        const { data, hasMore } = yield* refunds.list(client, id, { limit: 100 })
+        const idempotencyKey = `console_${yield* tokens.issue}`
+        return transferPage(shown, found.value, data, hasMore, { ...form, idempotencyKey })
+      })
+
     return handlers
       .handle("home", ({ headers }) =>
         Effect.flatMap(
@@ -127,17 +169,40 @@ export const ConsoleLive = group(ServedApi, "console", (handlers) =>
           )
         }))
       .handle("transfer", ({ headers, path }) =>
-        page(headers, "merchant", (session, shown) => {
-          const client = session.clientId!
-          if (!isTransferId(path.id)) return Effect.succeed(notFound(shown))
-          return Effect.flatMap(transfers.get(client, path.id), (found) =>
-            Option.isNone(found)
-              ? Effect.succeed(notFound(shown))
-              : Effect.map(
-                refunds.list(client, found.value.id, { limit: 100 }),
-                ({ data, hasMore }) => transferPage(shown, found.value, data, hasMore)
-              ))
-        }))
+        page(headers, "merchant", (session, shown) => showTransfer(session, shown, path.id)))
+      .handle("refund", ({ headers, path, payload }) =>
+        page(headers, "merchant", (session, shown) =>
+          Effect.gen(function*() {
+            if (!isTransferId(path.id)) {
+              return notFound(shown)
+            }
+            if (!sessions.formTokenValid(session, payload.csrf_token)) {
+              return yield* showTransfer(session, shown, path.id, { error: FormExpiredMessage, status: 403 })
+            }
+            const key = payload.idempotency_key
+            if (key === undefined || !isIdempotencyKey(key)) {
+              return yield* showTransfer(session, shown, path.id, { error: FormExpiredMessage, status: 400 })
+            }
+            const amount = payload.amount?.trim()
+            const made = refunds.refund(
+              session.clientId!,
+              path.id,
+              amount === undefined || amount === "" ? {} : { amount },
+              yield* currentRequestId,
+              key
+            )
+            return yield* made.pipe(
+              Effect.as(seeOther(`/console/transfers/${path.id}`)),
+              // A second click while the first is running: the page shows the refund once it is made.
+              Effect.catchTag("IdempotencyKeyInUse", () =>
+                Effect.succeed(seeOther(`/console/transfers/${path.id}`))),
+              Effect.catchTag("TransferNotFound", () =>
+                Effect.succeed(notFound(shown))),
+              Effect.catchAll((e) =>
+                showTransfer(session, shown, path.id, { error: refundRefusal(e), amount, status: refusalStatus(e) })
+              )
+            )
+          })))
       .handle("newsletter", ({ headers }) =>
         page(headers, "admin", (_session, shown) =>
           Effect.succeed(consolePage(

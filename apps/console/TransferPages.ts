@@ -1,9 +1,10 @@
 import { DateTime } from "effect"
+import { holdsCardData } from "../../core/payments/Card.ts"
 import { formatAmount } from "../../core/payments/Money.ts"
 import type { Refund } from "../../core/payments/Refund.ts"
 import { type Transfer, TransferStatus } from "../../core/payments/Transfer.ts"
 import { escapeHtml as escape } from "../../core/subscriptions/ConfirmationMail.ts"
-import { consolePage, type SignedIn } from "./ConsolePage.ts"
+import { consolePage, csrfField, type SignedIn } from "./ConsolePage.ts"
 
 // The merchant's transfers: a list to filter and page through, and a page per transfer with what the API shows
 // of it (the card's brand, last four and expiry, never more) and its refunds.
@@ -79,8 +80,45 @@ const row = (label: string, value: string) => `<dt>${label}</dt><dd>${value}</dd
 const name = (p: { readonly first_name: string; readonly middle_name?: string | undefined }) =>
   escape([p.first_name, p.middle_name].filter((n) => n !== undefined && n !== "").join(" "))
 
-export const transferPage = (signedIn: SignedIn, t: Transfer, refunds: ReadonlyArray<Refund>, more: boolean) => {
+// The refund form of a transfer that has something left to refund. Its idempotency key is made with the page:
+// a second click on Refund sends the same key, and the use case makes one refund of the two requests.
+export interface RefundForm {
+  readonly idempotencyKey: string
+  readonly amount?: string | undefined
+  readonly error?: string | undefined
+  readonly status?: number | undefined
+}
+
+// What was typed goes back into the field, unless it could be card data (docs/decisions/0008-card-data.md).
+const shownAgain = (typed: string | undefined) =>
+  typed !== undefined && typed.length <= 32 && !holdsCardData(typed) ? typed : ""
+
+const refundForm = (signedIn: SignedIn, t: Transfer, form: RefundForm) => {
+  const left = amount(t.amount - t.amountRefunded, t)
+  return `<h2>Refund</h2>
+<form method="post" action="${transferHref(t)}/refunds">
+${csrfField(signedIn.csrfToken)}
+<input type="hidden" name="idempotency_key" value="${escape(form.idempotencyKey)}">
+${form.error === undefined ? "" : `<p id="refund-error" class="error" role="alert">${escape(form.error)}</p>`}
+<label for="amount">Amount</label>
+<input id="amount" name="amount" inputmode="decimal" autocomplete="off" value="${escape(shownAgain(form.amount))}"
+ aria-describedby="amount-hint${form.error === undefined ? "" : " refund-error"}"${
+    form.error === undefined ? "" : " aria-invalid=\"true\""
+  }>
+<p id="amount-hint">In ${t.currency}; left to refund: ${left}. Empty: all of it.</p>
+<p><button type="submit">Refund</button></p>
+</form>`
+}
+
+export const transferPage = (
+  signedIn: SignedIn,
+  t: Transfer,
+  refunds: ReadonlyArray<Refund>,
+  more: boolean,
+  form?: RefundForm
+) => {
   const card = t.sender.card
+  const refundable = t.status === "approved" && t.amountRefunded < t.amount
   return consolePage(
     `Transfer ${t.reference}`,
     `<dl>
@@ -100,6 +138,7 @@ ${row("Recipient", `${name(t.recipient)} &lt;${escape(t.recipient.email)}&gt;`)}
 ${row("Merchant ID", escape(t.recipient.merchant_id))}
 ${row("Created", time(t.createdAt))}
 </dl>
+${refundable && form !== undefined ? refundForm(signedIn, t, form) : ""}
 <h2>Refunds</h2>
 ${
       refunds.length === 0
@@ -119,6 +158,6 @@ ${
 </tbody></table>${more ? "<p>Only the latest 100 refunds are shown.</p>" : ""}`
     }
 <p><a href="/console/transfers">All transfers</a></p>`,
-    { signedIn }
+    { signedIn, status: form?.status ?? 200 }
   )
 }

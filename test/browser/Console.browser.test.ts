@@ -1,6 +1,7 @@
 // The console in a real browser (Chromium), with JavaScript on and off, on whatever database TEST_DATABASE
 // picks (SQLite by default; TEST_DATABASE=postgres runs the same file on PostgreSQL): a merchant signs in with
-// its key, sees a transfer made through the API, opens it, and signs out. axe-core audits every page, and
+// its key, sees a transfer made through the API, opens it, refunds part of it (and the API shows the refund),
+// and signs out. axe-core audits every page, and
 // Chromium's console must report no Content-Security-Policy violation (the page's inline style is allowed by
 // its hash, nothing else is). Screenshots go to test-results/browser/.
 import type { Browser, BrowserContext, Page } from "playwright-core"
@@ -44,7 +45,7 @@ describe.skipIf(skipBrowserSuites || inMemory)(`the console in Chromium (${Chrom
       })
       afterAll(() => context?.close())
 
-      it("signs in with a merchant's key, sees a transfer made through the API, opens it, signs out", async () => {
+      it("signs in with a merchant's key, sees an API transfer, refunds it, the API sees the refund, signs out", async () => {
         const merchant = await createClient(app, `browser-${mode}`)
         const api = new MerchantApi(app.baseUrl, merchant.api_key)
         const reference = uniqueReference(`browser-${mode}`)
@@ -80,6 +81,19 @@ describe.skipIf(skipBrowserSuites || inMemory)(`the console in Chromium (${Chrom
         assert.include(await page.locator("dl").textContent(), "23.45 USD")
         await screenshot(page, "console-transfer")
         await audit(page)
+
+        await page.getByLabel("Amount").fill("5.00")
+        await page.getByRole("button", { name: "Refund" }).click()
+        // The form's answer is the transfer's page again, now with the refund's row.
+        await page.getByRole("cell", { name: "5.00 USD" }).waitFor()
+        assert.strictEqual(page.url(), `${app.appUrl}/console/transfers/${id}`)
+        const refunds = await api.get(`/merchant/transfers/payment/${id}/refunds`)
+        assert.deepStrictEqual(
+          refunds.json.data.map((r: { amount: string; status: string }) => [r.amount, r.status]),
+          [["5.00", "succeeded"]]
+        )
+        assert.include(await page.locator("dl").textContent(), "5.00 USD")
+        await screenshot(page, "console-refunded")
 
         await page.getByRole("button", { name: "Sign out" }).click()
         await page.waitForURL(`${app.appUrl}/console`)

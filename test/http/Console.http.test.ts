@@ -299,6 +299,83 @@ describe.skipIf(inMemory)("the merchant's transfers in the console", () => {
   })
 })
 
+describe.skipIf(inMemory)("refunds from the console", () => {
+  const refundsOf = async (api: MerchantApi, id: string) => {
+    const list = await api.get(`/merchant/transfers/payment/${id}/refunds`)
+    assert.strictEqual(list.status, 200, list.text)
+    return list.json.data as Array<{ id: string; amount: string; status: string }>
+  }
+  const refundFields = (page: Answer) => ({
+    csrf_token: ConsoleClient.token(page),
+    idempotency_key: /name="idempotency_key" value="([^"]+)"/.exec(page.text)![1]!
+  })
+
+  it("the Amount field and Refund button make a refund the API shows; a double click makes one", async () => {
+    const m = await merchant("console-refund")
+    const transfer = await approved(m.api, { amount: "30.00" })
+    const browser = new ConsoleClient(app.appUrl)
+    await browser.signIn(m.api_key)
+    const page = await browser.get(`/console/transfers/${transfer.id}`)
+    assert.match(page.text, /<label for="amount">Amount<\/label>/)
+    assert.match(page.text, /<button type="submit">Refund<\/button>/)
+    const fields = { ...refundFields(page), amount: "7.50" }
+    // Two posts of one form at once, as a double click sends them.
+    const [first, second] = await Promise.all([
+      browser.post(`/console/transfers/${transfer.id}/refunds`, fields),
+      browser.post(`/console/transfers/${transfer.id}/refunds`, fields)
+    ])
+    for (const answer of [first!, second!]) {
+      assert.strictEqual(answer.status, 303, answer.text)
+      assert.strictEqual(answer.headers.get("location"), `/console/transfers/${transfer.id}`)
+    }
+    const made = await refundsOf(m.api, transfer.id)
+    assert.deepStrictEqual(made.map((r) => [r.amount, r.status]), [["7.50", "succeeded"]])
+    // Later, the same form again: still that one refund.
+    assert.strictEqual((await browser.post(`/console/transfers/${transfer.id}/refunds`, fields)).status, 303)
+    assert.lengthOf(await refundsOf(m.api, transfer.id), 1)
+    const after = await browser.get(`/console/transfers/${transfer.id}`)
+    assert.include(after.text, `<code>${made[0]!.id}</code>`)
+    assert.include(after.text, "<dt>Refunded</dt><dd>7.50 USD</dd>")
+    // An empty amount refunds what is left.
+    assert.strictEqual(
+      (await browser.post(`/console/transfers/${transfer.id}/refunds`, refundFields(after))).status,
+      303
+    )
+    assert.deepStrictEqual((await refundsOf(m.api, transfer.id)).map((r) => r.amount), ["22.50", "7.50"])
+    const refunded = await browser.get(`/console/transfers/${transfer.id}`)
+    assert.notInclude(refunded.text, "<button type=\"submit\">Refund</button>", "nothing left to refund")
+  })
+
+  it("a refund without the session's CSRF token, too large, or of another's transfer makes none", async () => {
+    const m = await merchant("console-refund-no")
+    const transfer = await approved(m.api, { amount: "10.00" })
+    const browser = new ConsoleClient(app.appUrl)
+    await browser.signIn(m.api_key)
+    const page = await browser.get(`/console/transfers/${transfer.id}`)
+    const fields = refundFields(page)
+    const path = `/console/transfers/${transfer.id}/refunds`
+    const noToken = await browser.post(path, { amount: "1.00", idempotency_key: fields.idempotency_key })
+    assert.strictEqual(noToken.status, 403)
+    assert.include(noToken.text, "This form has expired")
+    const tooLarge = await browser.post(path, { ...fields, amount: "10.01" })
+    assert.strictEqual(tooLarge.status, 400)
+    assert.include(tooLarge.text, "The amount is more than is left to refund: 10.00 USD.")
+    assert.include(tooLarge.text, "value=\"10.01\"")
+    const hostile = await browser.post(path, { ...refundFields(tooLarge), amount: "\"><script>alert(1)</script>" })
+    assert.strictEqual(hostile.status, 400)
+    assert.notInclude(hostile.text, "<script>")
+    assert.lengthOf(await refundsOf(m.api, transfer.id), 0)
+
+    const other = await merchant("console-refund-other")
+    const stranger = new ConsoleClient(app.appUrl)
+    await stranger.signIn(other.api_key)
+    const own = await stranger.get("/console/transfers")
+    const theirs = await stranger.post(path, { ...fields, csrf_token: ConsoleClient.token(own), amount: "1.00" })
+    assert.strictEqual(theirs.status, 404)
+    assert.lengthOf(await refundsOf(m.api, transfer.id), 0)
+  })
+})
+
 describe.skipIf(inMemory)("the console behind https, with a sign-in limit", () => {
   let limited: AppProcess
   beforeAll(async () => {
