@@ -3,7 +3,7 @@ import { Effect, Option, Redacted, Schema } from "effect"
 import type { Session } from "../../core/console/Session.ts"
 import { Sessions } from "../../core/console/Sessions.ts"
 import { IdempotencyKey } from "../../core/payments/Idempotency.ts"
-import { type RefundError, Refunds } from "../../core/payments/Refunds.ts"
+import { Refunds } from "../../core/payments/Refunds.ts"
 import { Reference, TransferId, TransferStatus } from "../../core/payments/Transfer.ts"
 import { Transfers } from "../../core/payments/Transfers.ts"
 import { SiteSettings } from "../../core/shared/SiteSettings.ts"
@@ -12,6 +12,7 @@ import { group } from "../http/pipeline/ApiHandlers.ts"
 import { currentRequestId } from "../http/pipeline/Edge.ts"
 import { ServedApi } from "./ConsoleApi.ts"
 import { consolePage, seeOther, type SignedIn } from "./ConsolePage.ts"
+import { refundRefusal, refusalStatus } from "./RefundRefusals.ts"
 import { FormExpiredMessage, signInPage, SignInRefusedMessage } from "./SignInPage.ts"
 import { transferPage, transfersPage } from "./TransferPages.ts"
 import { transferPage as listPage } from "./TransferPaging.ts"
@@ -25,27 +26,6 @@ const isStatus = Schema.is(TransferStatus)
 const isReference = Schema.is(Reference)
 
 const isIdempotencyKey = Schema.is(IdempotencyKey)
-
-// Why a refund was not made, for the person who asked, and the status of the page that says so.
-const refundRefusal = (e: RefundError): string => {
-  switch (e._tag) {
-    case "InvalidRefund":
-    case "AmountTooLarge":
-      return e.message
-    case "TransferAlreadyRefunded":
-      return "This transfer has been refunded in full."
-    case "TransferNotRefundable":
-      return "Only an approved transfer can be refunded."
-    case "CardNetworkUnavailable":
-      return "The card network is unavailable; no refund was made. Try again."
-    case "IdempotencyKeyReused":
-      return "This form was used for another refund already. Try again with the form below."
-    default:
-      return "No refund was made. Try again."
-  }
-}
-const refusalStatus = (e: RefundError) =>
-  e._tag === "CardNetworkUnavailable" ? 503 : e._tag === "IdempotencyKeyReused" ? 409 : 400
 
 const landing = (session: Session) => session.role === "admin" ? "/console/newsletter" : "/console/transfers"
 const notFound = (signedIn: SignedIn) =>
@@ -128,7 +108,10 @@ export const ConsoleLive = group(ServedApi, "console", (handlers) =>
         if (!isToken(expected) || payload.csrf_token !== expected) {
           return signInForm({}, FormExpiredMessage, 403)
         }
+        // A session the browser held before ends: one browser, one session.
+        const previous = cookiesOf(headers)[SessionCookie]
         return sessions.signIn(Redacted.make(payload.api_key ?? "")).pipe(
+          Effect.tap(() => isToken(previous) ? sessions.signOut(previous) : Effect.void),
           Effect.map(({ id, session }) => withCookie(seeOther(landing(session)), SessionCookie, Redacted.value(id))),
           Effect.catchTag("SignInRefused", () => signInForm(headers, SignInRefusedMessage, 401))
         )

@@ -88,6 +88,23 @@ describe.skipIf(inMemory)("the console over HTTP", () => {
     assert.notInclude(app.output, m.api_key)
   })
 
+  it("signing in again ends the session the browser held", async () => {
+    const m = await merchant("console-again")
+    const browser = new ConsoleClient(app.appUrl)
+    // The sign-in page, left open in a tab, is posted twice.
+    const fields = { api_key: m.api_key, csrf_token: ConsoleClient.token(await browser.get("/console")) }
+    assert.strictEqual((await browser.post("/console/sign-in", fields)).status, 303)
+    const first = browser.cookies.get("paysub_console")!
+    assert.strictEqual((await browser.post("/console/sign-in", fields)).status, 303)
+    const second = browser.cookies.get("paysub_console")!
+    assert.notStrictEqual(first, second)
+    assert.strictEqual((await browser.get("/console/transfers")).status, 200)
+    const old = new ConsoleClient(app.appUrl)
+    old.cookies.set("paysub_console", first)
+    assert.strictEqual((await old.get("/console/transfers")).status, 303)
+    assert.lengthOf(app.query("SELECT * FROM console_sessions WHERE client_id = ?", m.id), 1)
+  })
+
   it("a sign-in without the form's CSRF token, or with another, is refused and opens nothing", async () => {
     const m = await merchant("console-csrf")
     const browser = new ConsoleClient(app.appUrl)
