@@ -104,6 +104,45 @@ describe.skipIf(skipBrowserSuites || inMemory)(`the console in Chromium (${Chrom
         assert.notInclude(await page.content(), reference)
         assert.deepStrictEqual(problems, [])
       })
+
+      it("works with the keyboard alone: sign in, open a transfer, refund it, sign out", async () => {
+        const merchant = await createClient(app, `keyboard-${mode}`)
+        const api = new MerchantApi(app.baseUrl, merchant.api_key)
+        const reference = uniqueReference(`keys-${mode}`)
+        const made = await api.create(transferBody({ reference, amount: "9.00" }))
+        assert.strictEqual(made.status, 201, made.text)
+        const id = made.json.payment_transfer.id as string
+        // Tab until the focused element is the one `is` describes, as a person with a keyboard would.
+        const tabTo = async (is: string) => {
+          for (let i = 0; i < 40; i++) {
+            await page.keyboard.press("Tab")
+            const focused = await page.evaluate(() => {
+              const e = document.activeElement as HTMLElement | null
+              return e === null ? "" : `${e.tagName.toLowerCase()}:${e.getAttribute("name") ?? e.textContent?.trim()}`
+            })
+            if (focused === is) return
+          }
+          throw new Error(`Tab never reached ${is} on ${page.url()}`)
+        }
+        await page.goto(`${app.appUrl}/console`)
+        await tabTo("input:api_key")
+        await page.keyboard.type(merchant.api_key)
+        await page.keyboard.press("Enter")
+        await page.waitForURL(`${app.appUrl}/console/transfers`)
+        await tabTo(`a:${reference}`)
+        await page.keyboard.press("Enter")
+        await page.waitForURL(`${app.appUrl}/console/transfers/${id}`)
+        await tabTo("input:amount")
+        await page.keyboard.type("1.00")
+        await tabTo("button:Refund")
+        await page.keyboard.press("Enter")
+        await page.getByRole("cell", { name: "1.00 USD" }).waitFor()
+        await tabTo("button:Sign out")
+        await page.keyboard.press("Enter")
+        await page.waitForURL(`${app.appUrl}/console`)
+        const refunds = await api.get(`/merchant/transfers/payment/${id}/refunds`)
+        assert.deepStrictEqual(refunds.json.data.map((r: { amount: string }) => r.amount), ["1.00"])
+      })
     })
   }
 })
