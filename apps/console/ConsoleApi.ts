@@ -35,7 +35,7 @@ export class ConsoleApi extends HttpApiGroup.make("console")
   .add(
     HttpApiEndpoint.get("transfers", "/console/transfers")
       .setHeaders(Cookies)
-      .setUrlParams(Schema.Struct({ status: field, reference: field, after: field }))
+      .setUrlParams(Schema.Struct({ status: field, reference: field, from: field, to: field, after: field }))
       .addSuccess(Html)
   )
   .add(

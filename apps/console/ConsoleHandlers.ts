@@ -1,5 +1,5 @@
 import { Cookies, HttpServerResponse } from "@effect/platform"
-import { Effect, Option, Redacted, Schema } from "effect"
+import { DateTime, Effect, Option, Redacted, Schema } from "effect"
 import type { Session } from "../../core/console/Session.ts"
 import { Sessions } from "../../core/console/Sessions.ts"
 import { IdempotencyKey } from "../../core/payments/Idempotency.ts"
@@ -26,6 +26,12 @@ const isStatus = Schema.is(TransferStatus)
 const isReference = Schema.is(Reference)
 
 const isIdempotencyKey = Schema.is(IdempotencyKey)
+// The start of a day (YYYY-MM-DD, UTC) a date field sent; undefined for anything else.
+const dayOf = (text: string | undefined): DateTime.Utc | undefined => {
+  if (text === undefined || !/^\d{4}-\d{2}-\d{2}$/.test(text)) return undefined
+  const day = DateTime.make(`${text}T00:00:00Z`)
+  return Option.isSome(day) && DateTime.formatIso(day.value).startsWith(text) ? DateTime.toUtc(day.value) : undefined
+}
 
 const landing = (session: Session) => session.role === "admin" ? "/console/newsletter" : "/console/transfers"
 const notFound = (signedIn: SignedIn) =>
@@ -132,9 +138,13 @@ export const ConsoleLive = group(ServedApi, "console", (handlers) =>
         }))
       .handle("transfers", ({ headers, urlParams }) =>
         page(headers, "merchant", (session, shown) => {
+          const from = dayOf(urlParams.from)
+          const to = dayOf(urlParams.to)
           const filters = {
             status: isStatus(urlParams.status) ? urlParams.status : undefined,
-            reference: urlParams.reference?.trim()
+            reference: urlParams.reference?.trim(),
+            from: from === undefined ? undefined : urlParams.from,
+            to: to === undefined ? undefined : urlParams.to
           }
           const reference = filters.reference === undefined || filters.reference === "" ? undefined : filters.reference
           // A reference no transfer can have finds none.
@@ -146,6 +156,8 @@ export const ConsoleLive = group(ServedApi, "console", (handlers) =>
             listPage(transfers.list, session.clientId!, {
               ...(reference === undefined ? {} : { reference }),
               ...(filters.status === undefined ? {} : { status: filters.status }),
+              ...(from === undefined ? {} : { from }),
+              ...(to === undefined ? {} : { until: DateTime.add(to, { days: 1 }) }),
               ...(after === undefined ? {} : { after })
             }),
             (found) => transfersPage(shown, { ...found, filters, paged: after !== undefined })

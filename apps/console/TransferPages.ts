@@ -11,6 +11,9 @@ import { consolePage, csrfField, type SignedIn } from "./ConsolePage.ts"
 export interface TransferFilters {
   readonly status?: TransferStatus | undefined
   readonly reference?: string | undefined
+  // Days (YYYY-MM-DD, UTC), both included.
+  readonly from?: string | undefined
+  readonly to?: string | undefined
 }
 
 const time = (t: DateTime.Utc) => {
@@ -24,6 +27,8 @@ export const listHref = (filters: TransferFilters, after?: string) => {
   const query = new URLSearchParams()
   if (filters.status !== undefined) query.set("status", filters.status)
   if (filters.reference !== undefined && filters.reference !== "") query.set("reference", filters.reference)
+  if (filters.from !== undefined) query.set("from", filters.from)
+  if (filters.to !== undefined) query.set("to", filters.to)
   if (after !== undefined) query.set("after", after)
   const text = query.toString()
   return text === "" ? "/console/transfers" : `/console/transfers?${text}`
@@ -38,6 +43,11 @@ const filterForm = (filters: TransferFilters) =>
   }</select></div>
 <div><label for="reference">Reference</label>
 <input id="reference" name="reference" value="${escape(filters.reference ?? "")}" maxlength="255"></div>
+<div><label for="from">From</label>
+<input id="from" name="from" type="date" value="${escape(filters.from ?? "")}" aria-describedby="dates-utc"></div>
+<div><label for="to">To</label>
+<input id="to" name="to" type="date" value="${escape(filters.to ?? "")}" aria-describedby="dates-utc"></div>
+<p id="dates-utc">Days in UTC, both included.</p>
 <div><button type="submit">Search</button></div>
 </form>`
 

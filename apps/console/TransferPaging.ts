@@ -1,10 +1,10 @@
-import { Effect } from "effect"
+import { DateTime, Effect } from "effect"
 import type { ClientId, Transfer, TransferId, TransferStatus } from "../../core/payments/Transfer.ts"
 import type { Transfers } from "../../core/payments/Transfers.ts"
 
 export const PageSize = 25
-// A status filter reads the client's transfers in batches and keeps those of the status; a page reads at
-// most this many batches, then offers the next page from where it stopped.
+// A status or end-date filter reads the client's transfers in batches and keeps those that match; a page reads
+// at most this many batches, then offers the next page from where it stopped.
 const Batch = 100
 const MaxBatches = 10
 
@@ -18,19 +18,32 @@ export interface TransferPage {
 export const transferPage = (
   list: Transfers["list"],
   client: ClientId,
-  query: { readonly reference?: Transfer["reference"]; readonly status?: TransferStatus; readonly after?: TransferId }
+  query: {
+    readonly reference?: Transfer["reference"]
+    readonly status?: TransferStatus
+    // Made at or after `from` and before `until`.
+    readonly from?: DateTime.Utc
+    readonly until?: DateTime.Utc
+    readonly after?: TransferId
+  }
 ): Effect.Effect<TransferPage> =>
   Effect.gen(function*() {
-    const status = query.status
+    const { from, status, until } = query
+    const filtered = status !== undefined || until !== undefined
     const shown: Array<Transfer> = []
     let cursor = query.after
     for (let batch = 0; batch < MaxBatches; batch++) {
       const { data, hasMore } = yield* list(client, {
         ...(query.reference === undefined ? {} : { reference: query.reference }),
-        limit: status === undefined ? PageSize : Batch,
+        limit: filtered ? Batch : PageSize,
         ...(cursor === undefined ? {} : { startingAfter: cursor })
       })
       for (const [i, t] of data.entries()) {
+        // Newest first: once one is older than `from`, all the rest are.
+        if (from !== undefined && DateTime.lessThan(t.createdAt, from)) {
+          return { transfers: shown, nextAfter: undefined }
+        }
+        if (until !== undefined && !DateTime.lessThan(t.createdAt, until)) continue
         if (status !== undefined && t.status !== status) continue
         shown.push(t)
         if (shown.length === PageSize) {

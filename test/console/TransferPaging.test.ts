@@ -1,18 +1,20 @@
 // The console's pages of transfers over a listing like Transfers.list (newest first, `startingAfter`, at most
 // `limit`): a status filter reads batches, and following the pages shows every matching transfer once, in order.
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { DateTime, Effect } from "effect"
 import { PageSize, transferPage } from "../../apps/console/TransferPaging.ts"
 import type { ClientId, Transfer, TransferId, TransferStatus } from "../../core/payments/Transfer.ts"
 import type { Transfers } from "../../core/payments/Transfers.ts"
 
 const client = "cl_xxxxxxxxxxxxxxxxxxxxxxxx" as ClientId
 const statuses: ReadonlyArray<TransferStatus> = ["approved", "declined", "pending", "unknown"]
-// Newest first; every 97th declined, so that whole batches of 100 hold one or none.
+// Newest first, one an hour; every 97th declined, so that whole batches of 100 hold one or none.
+const T0 = Date.UTC(2026, 0, 1)
 const all = Array.from({ length: 2500 }, (_, i) => ({
   id: `tr_${String(2500 - i).padStart(24, "0")}` as TransferId,
   reference: `ref-${i}`,
-  status: i % 97 === 0 ? "declined" : statuses[i % 2 === 0 ? 0 : 2]
+  status: i % 97 === 0 ? "declined" : statuses[i % 2 === 0 ? 0 : 2],
+  createdAt: DateTime.unsafeMake(T0 + (2500 - i) * 3_600_000)
 })) as unknown as ReadonlyArray<Transfer>
 
 let reads = 0
@@ -24,7 +26,7 @@ const list: Transfers["list"] = (_client, query) =>
     return { data: matching.slice(0, query.limit), hasMore: matching.length > query.limit }
   })
 
-const follow = (status?: TransferStatus) =>
+const follow = (status?: TransferStatus, dates: { from?: DateTime.Utc; until?: DateTime.Utc } = {}) =>
   Effect.gen(function*() {
     const seen: Array<Array<string>> = []
     let after: TransferId | undefined
@@ -32,6 +34,7 @@ const follow = (status?: TransferStatus) =>
       reads = 0
       const page = yield* transferPage(list, client, {
         ...(status === undefined ? {} : { status }),
+        ...dates,
         ...(after === undefined ? {} : { after })
       })
       assert.isAtMost(reads, 10, "a page reads at most ten batches")
@@ -57,6 +60,22 @@ describe("the console's transfer pages", () => {
         const pages = yield* follow(status)
         assert.deepStrictEqual(pages.flat(), all.filter((t) => t.status === status).map((t) => t.id), status)
       }
+    }))
+
+  it.effect("by dates: those made from the first and before the second, with or without a status", () =>
+    Effect.gen(function*() {
+      const from = DateTime.unsafeMake(T0 + 400 * 3_600_000)
+      const until = DateTime.unsafeMake(T0 + 1900 * 3_600_000)
+      const within = (t: Transfer) => !DateTime.lessThan(t.createdAt, from) && DateTime.lessThan(t.createdAt, until)
+      const pages = yield* follow(undefined, { from, until })
+      assert.deepStrictEqual(pages.flat(), all.filter(within).map((t) => t.id))
+      assert.lengthOf(pages.flat(), 1500)
+      const declined = yield* follow("declined", { from, until })
+      assert.deepStrictEqual(
+        declined.flat(),
+        all.filter((t) => within(t) && t.status === "declined").map((t) => t.id)
+      )
+      assert.deepStrictEqual((yield* follow(undefined, { from: DateTime.unsafeMake(T0 + 9e10) })).flat(), [])
     }))
 
   it.effect("a reference finds its transfer", () =>

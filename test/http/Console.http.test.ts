@@ -280,6 +280,19 @@ describe.skipIf(inMemory)("the merchant's transfers in the console", () => {
     )
     assert.include(declined.text, "<option value=\"declined\" selected>")
 
+    // Days two apart from today: the transfers were made seconds ago, whatever the time of day.
+    const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10)
+    const around = await browser.get(`/console/transfers?from=${day(-2)}&to=${day(2)}`)
+    assert.deepStrictEqual(rowsOf(around).map((r) => r.id), newestFirst.slice(0, 25).map((t) => t.id))
+    assert.include(around.text, `name="from" type="date" value="${day(-2)}"`)
+    assert.include(nextOf(around)!, `from=${day(-2)}&to=${day(2)}`)
+    assert.lengthOf(rowsOf(await browser.get(`/console/transfers?to=${day(-2)}`)), 0)
+    assert.lengthOf(rowsOf(await browser.get(`/console/transfers?from=${day(2)}`)), 0)
+    const declinedAround = await browser.get(`/console/transfers?status=declined&from=${day(-2)}&to=${day(2)}`)
+    assert.lengthOf(rowsOf(declinedAround), 7)
+    // A date that is not one is no filter.
+    assert.lengthOf(rowsOf(await browser.get("/console/transfers?from=2026-02-31&to=yesterday")), 25)
+
     const target = made[10]!
     const found = await browser.get(`/console/transfers?reference=${encodeURIComponent(target.reference)}`)
     assert.deepStrictEqual(rowsOf(found).map((r) => r.id), [target.id])
