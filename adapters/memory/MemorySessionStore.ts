@@ -1,5 +1,5 @@
 import { DateTime, Effect, Layer, Option } from "effect"
-import type { Session } from "../../core/console/Session.ts"
+import { Session } from "../../core/console/Session.ts"
 import { SessionStore } from "../../core/console/SessionStore.ts"
 
 // The console's sessions in this process's memory, for `DATABASE_URL=memory:` (one process, so one map).
@@ -22,7 +22,7 @@ export const layer = Layer.sync(SessionStore, () => {
     touch: (idHash, at) =>
       Effect.sync(() => {
         const found = sessions.get(idHash)
-        if (found !== undefined) sessions.set(idHash, { ...found, lastSeenAt: at } as Session)
+        if (found !== undefined) sessions.set(idHash, new Session({ ...found, lastSeenAt: at }))
       }),
     remove: (idHash) => Effect.sync(() => void sessions.delete(idHash)),
     removeForClient: (clientId) => removeWhere((s) => s.clientId === clientId),
