@@ -119,7 +119,8 @@ const steps = [
     "test/http/StartConfig.http.test.ts",
     "test/http/Upgrades.http.test.ts",
     "test/client/GeneratedClient.http.test.ts",
-    "test/browser/Docs.browser.test.ts"
+    "test/browser/Docs.browser.test.ts",
+    "test/http/Console.http.test.ts"
   ], {
     ...built,
     TEST_DATABASE: "memory"

@@ -7,6 +7,7 @@ import { AdminKey, AppProcess, cliBundle, inMemory } from "../support/AppProcess
 import {
   accountUri,
   createClient,
+  firstApiKey,
   MerchantApi,
   transferBody,
   uniqueReference,
@@ -42,6 +43,21 @@ const assertConsoleHeaders = (answer: Answer) => {
   assert.strictEqual(answer.headers.get("cache-control"), "no-store")
   assert.notInclude(answer.text, "<script")
 }
+
+// On every storage, `memory:` included (whose clients no CLI reaches): the sandbox's first client.
+describe("the console on any storage", () => {
+  it("the first client's key signs in, sees a transfer made through the API, and signs out", async () => {
+    const key = firstApiKey(app.output)
+    const transfer = await approved(new MerchantApi(app.baseUrl, key))
+    const browser = new ConsoleClient(app.appUrl)
+    assert.strictEqual((await browser.signIn(key)).status, 303)
+    const list = await browser.get("/console/transfers")
+    assert.include(list.text, `>${transfer.reference}</a>`)
+    const out = await browser.post("/console/sign-out", { csrf_token: ConsoleClient.token(list) })
+    assert.strictEqual(out.status, 303)
+    assert.strictEqual((await browser.get("/console/transfers")).status, 303)
+  })
+})
 
 describe.skipIf(inMemory)("the console over HTTP", () => {
   it("the sign-in page: a form with an API key field, a Sign in button, a CSRF token, the page's headers", async () => {
