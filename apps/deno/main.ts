@@ -30,10 +30,11 @@ const readBody = async (request: Request, maxBytes: number) => {
 
 // Deno.serve's request.url is "http://" + the Host header + the target: with a Host that is no authority it does
 // not parse, and the pipeline answers 400 host_invalid whatever the path.
+// A CONNECT's target is the authority it names (the pipeline answers it 405, this service being no proxy).
 const target = (request: Request) => {
   try {
     const url = new URL(request.url)
-    return `${url.pathname}${url.search}`
+    return request.method === "CONNECT" ? url.host : `${url.pathname}${url.search}`
   } catch {
     return "/"
   }

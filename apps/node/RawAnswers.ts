@@ -1,9 +1,12 @@
-import type { IncomingMessage } from "node:http"
+import type { HttpServerResponse } from "@effect/platform"
+import { Exit, FiberId } from "effect"
+import { type IncomingMessage, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
 import { apiError } from "../http/pipeline/ApiError.ts"
 import { errorBody, RequestIdHeader, requestIdOf } from "../http/pipeline/Edge.ts"
 import type { ErrorCode } from "../http/pipeline/ErrorCatalog.ts"
 import { ErrorCatalog } from "../http/pipeline/ErrorCatalog.ts"
+import type { Pipeline } from "../http/pipeline/Pipeline.ts"
 
 // What Node answers on its own, outside the pipeline (a request with Connection: Upgrade, a request its parser
 // refuses, an Expect it does not know), answered with the documented error body and a request id, then closed.
@@ -25,7 +28,7 @@ const rawErrorResponse = (baseUrl: string, code: ErrorCode, message: string, inc
 }
 
 // Writes the answer and closes the socket once it is written: nothing held open for the client to keep.
-const answerAndClose = (socket: Duplex, response: string) => {
+const answerAndClose = (socket: Duplex, response: string | Buffer) => {
   socket.on("error", () => socket.destroy())
   if (!socket.writable) return socket.destroy()
   socket.end(response, () => socket.destroy())
@@ -71,4 +74,29 @@ export const answerClientError = (baseUrl: string) => (error: Error & { code?: s
   if (error.code === "ECONNRESET" || inProgress?._headerSent) return socket.destroy()
   const [code, message] = clientErrorCode(error.code)
   answerAndClose(socket, rawErrorResponse(baseUrl, code, message))
+}
+
+// The pipeline's answer, written on a socket that Node no longer frames answers for (after a CONNECT), then
+// closed: a body is sent with its length, and nothing else is read from the socket.
+const serialize = (method: string, answer: HttpServerResponse.HttpServerResponse) => {
+  const body = answer.body._tag === "Uint8Array"
+    ? Buffer.from(answer.body.body)
+    : answer.body._tag === "Raw" && typeof answer.body.body === "string"
+    ? Buffer.from(answer.body.body)
+    : Buffer.alloc(0)
+  const headers: Record<string, string> = { date: new Date().toUTCString(), ...answer.headers }
+  headers["content-length"] = String(body.length)
+  headers["connection"] = "close"
+  const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join("")
+  const statusLine = `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ""}\r\n`
+  return Buffer.concat([Buffer.from(`${statusLine}${head}\r\n`, "latin1"), method === "HEAD" ? Buffer.alloc(0) : body])
+}
+
+export const answerOnSocket = (fiber: ReturnType<Pipeline>, method: string, socket: Duplex) => {
+  socket.on("error", () => socket.destroy())
+  socket.once("close", () => fiber.unsafeInterruptAsFork(FiberId.none))
+  fiber.addObserver(Exit.match({
+    onSuccess: (answer) => answerAndClose(socket, serialize(method, answer)),
+    onFailure: () => socket.destroy()
+  }))
 }

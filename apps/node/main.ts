@@ -3,14 +3,14 @@ import { Cookies, type HttpServerResponse } from "@effect/platform"
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Effect, Exit, FiberId, Layer, Stream } from "effect"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
-import { Readable } from "node:stream"
+import { type Duplex, Readable } from "node:stream"
 import { openBetterSqlite3 } from "../../adapters/sqlite/BetterSqlite3.ts"
 import { bundledWorker } from "../../adapters/thread/DeliveryThread.ts"
 import { SiteSettings } from "../../core/shared/SiteSettings.ts"
 import { appLayer, serverOptions } from "../AppLayer.ts"
 import type { RequestHeaders } from "../http/pipeline/Caching.ts"
 import { BodyTooLarge, type IncomingRequest, type Pipeline, RequestPipeline } from "../http/pipeline/Pipeline.ts"
-import { answerClientError, refuseExpectation, refuseUpgrade } from "./RawAnswers.ts"
+import { answerClientError, answerOnSocket, refuseExpectation, refuseUpgrade } from "./RawAnswers.ts"
 
 // The body, never more than maxBytes of it buffered. Past the limit the rest is read and discarded (the request
 // timeout bounds it), so the client gets its 413 and the connection ends cleanly instead of being reset.
@@ -31,15 +31,21 @@ const readBody = (request: IncomingMessage, maxBytes: number) =>
     request.on("close", () => request.complete || reject(new Error("the client hung up")))
   })
 
-const incoming = (request: IncomingMessage): IncomingRequest => ({
+const incoming = (
+  request: IncomingMessage,
+  text = (maxBytes: number) => readBody(request, maxBytes)
+): IncomingRequest => ({
   method: request.method ?? "GET",
   url: request.url ?? "/",
   headers: request.headers as RequestHeaders,
   remoteAddress: request.socket.remoteAddress,
   httpVersion: request.httpVersion,
   rawHeaders: () => request.rawHeaders,
-  text: (maxBytes) => readBody(request, maxBytes)
+  text
 })
+
+// What follows a CONNECT's head is the tunnel's bytes, not a body.
+const noBody = () => Promise.resolve("")
 
 const write = (method: string, response: ServerResponse, answer: HttpServerResponse.HttpServerResponse) => {
   const headers = Cookies.isEmpty(answer.cookies)
@@ -111,13 +117,24 @@ const closeStragglersOnShutdown = (server: Server) => {
 const ServerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const options = yield* serverOptions
   const { baseUrl } = yield* SiteSettings
+  const pipeline = yield* RequestPipeline
   const server = closeStragglersOnShutdown(createServer({
     headersTimeout: options.headersTimeoutMs,
     requestTimeout: options.requestTimeoutMs,
     connectionsCheckingInterval: 1_000
-  }, answer(yield* RequestPipeline)))
+  }, answer(pipeline)))
   // An upgraded socket leaves the server's time-outs and closeAllConnections: none is kept.
   server.on("upgrade", refuseUpgrade(baseUrl))
+  // Node hands CONNECT to this event with the bare socket (without a listener it closes the socket unanswered):
+  // the pipeline answers it like any request.
+  server.on("connect", (request: IncomingMessage, socket: Duplex) => {
+    try {
+      answerOnSocket(pipeline(incoming(request, noBody)), request.method ?? "CONNECT", socket)
+    } catch (error) {
+      Effect.runFork(Effect.logError("request failed outside the pipeline", Cause.die(error)))
+      socket.destroy()
+    }
+  })
   server.on("clientError", answerClientError(baseUrl))
   server.on("checkExpectation", refuseExpectation(baseUrl))
   yield* Effect.acquireRelease(

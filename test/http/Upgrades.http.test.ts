@@ -41,6 +41,47 @@ describe("Connection: Upgrade", () => {
   })
 })
 
+// CONNECT asks a proxy for a tunnel; Node hands it to the server's 'connect' event, not to the request handler.
+// This service is no proxy: a CONNECT gets 405 with Allow, on an authority (host:port) the methods the service
+// takes anywhere, on a path (Node) the path's methods. Node's socket is closed after it, as it would be a tunnel;
+// Deno.serve keeps the connection for more requests, and its parser refuses a path as CONNECT's target (400).
+describe("CONNECT", () => {
+  const allowOf = (value: string | undefined) => (value ?? "").split(",").map((m) => m.trim()).filter((m) => m !== "")
+  const connectTo = async (target: string, host: string) => {
+    const connection = await RawConnection.open(app.port)
+    try {
+      await connection.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${host}\r\nX-Request-Id: connect-1\r\n\r\n`)
+      const response = await connection.response({ timeoutMs: 5_000 })
+      return { response, closed: onNode ? await connection.waitClose(3_000) : undefined }
+    } finally {
+      connection.destroy()
+    }
+  }
+
+  it("to host:port is 405 method_not_allowed with Allow, then the socket is closed", async () => {
+    const { closed, response } = await connectTo("example.com:443", "example.com:443")
+    assertErrorResponse(response, 405, "method_not_allowed")
+    assert.strictEqual(header(response, "x-request-id"), "connect-1")
+    const allow = allowOf(header(response, "allow"))
+    assert.includeMembers(allow, ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"])
+    assert.notInclude(allow, "CONNECT")
+    if (onNode) assert.isTrue(closed, "the server closed the socket after its answer")
+  })
+
+  it.runIf(onNode)("to a path is 405 with that path's Allow", async () => {
+    const { response } = await connectTo("/healthz", `127.0.0.1:${app.port}`)
+    assertErrorResponse(response, 405, "method_not_allowed")
+    assert.sameMembers(allowOf(header(response, "allow")), ["GET", "HEAD", "OPTIONS", "TRACE"])
+  })
+
+  it("50 at once all get their 405", async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => connectTo(`host-${i}.example:443`, `host-${i}.example:443`))
+    )
+    for (const { response } of answers) assertErrorResponse(response, 405, "method_not_allowed")
+  })
+})
+
 describe.runIf(onNode)("Node's own answers carry the error body", () => {
   const send = async (text: string) => {
     const connection = await RawConnection.open(app.port)

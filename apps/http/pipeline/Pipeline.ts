@@ -124,8 +124,8 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
     // The shared limit's check, when the request draws from a bucket and the instances share them.
     let sharedCheck: Effect.Effect<number> | undefined
 
-    // What is decided before the endpoint runs, in this order: TRACE, OPTIONS, 405 + Allow, rate limits, the
-    // declared length, the media type, 404.
+    // What is decided before the endpoint runs, in this order: TRACE, CONNECT, OPTIONS, 405 + Allow, rate limits,
+    // the declared length, the media type, 404.
     const route = (
       request: IncomingRequest,
       pathname: string,
@@ -145,6 +145,15 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
           apiError("method_not_allowed", "TRACE is disabled on this server."),
           requestId,
           { allow: allowed.join(", ") }
+        ))
+      }
+      // CONNECT asks for a tunnel to host:port, and this service is no proxy. A path it has answers with the
+      // path's Allow below; anything else with the methods the service takes.
+      if (method === "CONNECT" && allowed === undefined) {
+        return Effect.succeed(render(
+          apiError("method_not_allowed", "This service is no proxy: CONNECT is not allowed; Allow lists its methods."),
+          requestId,
+          { allow: router.methods.join(", ") }
         ))
       }
       if (allowed !== undefined && method === "OPTIONS") {

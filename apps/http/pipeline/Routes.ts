@@ -11,6 +11,8 @@ export interface Resource<A> {
 export interface Router<A> {
   // The path's resource, or undefined for a path the API does not have.
   readonly lookup: (pathname: string) => Resource<A> | undefined
+  // The methods some path takes: what the service as a whole answers.
+  readonly methods: ReadonlyArray<string>
 }
 
 interface Path<A> {
@@ -78,5 +80,6 @@ export const makeRouter = <A>(
     return undefined
   }
 
-  return { lookup }
+  const everyMethod = new Set([...exact.values(), ...patterns].flatMap((path) => path.allowed))
+  return { lookup, methods: [...order, "OPTIONS", "TRACE"].filter((m) => everyMethod.has(m)) }
 }
