@@ -1,5 +1,6 @@
 import { DateTime, Duration, Effect, Either, Random, Schedule } from "effect"
 import { retryDelay } from "../shared/Backoff.ts"
+import { type HeldClaims, makeHeldClaims } from "../shared/HeldClaims.ts"
 import { makeStorageBackoff } from "../shared/StorageBackoff.ts"
 import { CardNetwork } from "./CardNetwork.ts"
 import { ReconcileSettings } from "./ReconcileSettings.ts"
@@ -20,6 +21,9 @@ export class Reconciler extends Effect.Service<Reconciler>()("Reconciler", {
     const refunds = yield* RefundStore
     const network = yield* CardNetwork
     const settings = yield* ReconcileSettings
+    // The transfers and refunds this reconciler claimed and has not settled or put off (core/shared/HeldClaims.ts).
+    const heldTransfers = makeHeldClaims((u: Unsettled) => u.transfer.id as string, settings.claimLease)
+    const heldRefunds = makeHeldClaims((u: UnsettledRefund) => u.refund.id as string, settings.claimLease)
     // Capped, jittered backoff; never given up: the money is somewhere.
     // No final answer yet: asked again after the backoff, and said once per attempt.
     const askLater = <Id extends string>(
@@ -72,16 +76,50 @@ export class Reconciler extends Effect.Service<Reconciler>()("Reconciler", {
         yield* askLater("refund", unknown.id, attempts, asked, now, refunds.reconcileLater)
       })
 
+    // What a failed pass left is taken up first, then what is due. The network is asked again about what was
+    // held: a lookup changes nothing.
+    const claimed = <A>(
+      held: HeldClaims<A, string>,
+      key: (a: A) => string,
+      claim: Effect.Effect<ReadonlyArray<A>>,
+      now: DateTime.Utc,
+      leaseUntil: DateTime.Utc,
+      work: (a: A) => Effect.Effect<void>
+    ) =>
+      Effect.gen(function*() {
+        const resumed = held.take(now, BatchSize).map((c) => c.item)
+        const due = resumed.length > 0 ? resumed : yield* claim
+        if (resumed.length === 0) held.hold(due, leaseUntil)
+        yield* Effect.forEach(
+          due,
+          (a) => Effect.tap(work(a), () => held.done([key(a)])),
+          { concurrency: BatchSize, discard: true }
+        ).pipe(Effect.onError(() => Effect.sync(() => held.release(due.map(key)))))
+        return due.length
+      })
+
     // One pass over what is due; answers how many transfers and refunds it took.
     const reconcileDue = Effect.gen(function*() {
       const now = yield* DateTime.now
       const pendingBefore = DateTime.subtractDuration(now, settings.pendingLease)
       const leaseUntil = DateTime.addDuration(now, settings.claimLease)
-      const due = yield* store.claimUnsettled(now, pendingBefore, leaseUntil, BatchSize)
-      yield* Effect.forEach(due, reconcile, { concurrency: BatchSize, discard: true })
-      const dueRefunds = yield* refunds.claimUnsettled(now, pendingBefore, leaseUntil, BatchSize)
-      yield* Effect.forEach(dueRefunds, reconcileRefund, { concurrency: BatchSize, discard: true })
-      return Math.max(due.length, dueRefunds.length)
+      const transfers = yield* claimed(
+        heldTransfers,
+        (u) => u.transfer.id,
+        store.claimUnsettled(now, pendingBefore, leaseUntil, BatchSize),
+        now,
+        leaseUntil,
+        reconcile
+      )
+      const refundsTaken = yield* claimed(
+        heldRefunds,
+        (u) => u.refund.id,
+        refunds.claimUnsettled(now, pendingBefore, leaseUntil, BatchSize),
+        now,
+        leaseUntil,
+        reconcileRefund
+      )
+      return Math.max(transfers, refundsTaken)
     })
 
     const backoff = makeStorageBackoff("reconciler")

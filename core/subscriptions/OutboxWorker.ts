@@ -1,6 +1,7 @@
-import { Context, DateTime, Duration, Effect, Option, Queue, Random, Ref } from "effect"
+import { Context, DateTime, Duration, Effect, Fiber, Option, Queue, Random, Ref } from "effect"
 import { RetryPolicy } from "../shared/Backoff.ts"
 import { afterFailure, attemptsAllowed } from "../shared/DestinationBackoff.ts"
+import { makeHeldClaims } from "../shared/HeldClaims.ts"
 import { SiteSettings } from "../shared/SiteSettings.ts"
 import { makeStorageBackoff } from "../shared/StorageBackoff.ts"
 import { Tokens } from "../shared/Tokens.ts"
@@ -54,6 +55,8 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
     const loops = Math.min(Loops, concurrency)
     const wakeUps = yield* Queue.sliding<void>(1)
     const destination = yield* Ref.make<{ readonly failingSince?: DateTime.Utc; readonly retryAt?: DateTime.Utc }>({})
+    // The rows this worker claimed and has not marked, shared by its loops (core/shared/HeldClaims.ts).
+    const held = makeHeldClaims((entry: OutboxEntry) => entry.id, Lease)
 
     // The rows whose mails the server accepted before the process last stopped, and whose marks never
     // committed (a crash): marked sent now, while the service starts, instead of sent again. Before any request
@@ -123,15 +126,35 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
             outbox: due[i]!.id
           })
         })
-        if (unsent.length > 0) yield* markSent(unsent)
+        if (unsent.length > 0) {
+          yield* markSent(unsent)
+          held.done(unsent)
+        }
         if (mails.length === 0) return outcomes
         // The rows are marked sent as their mails are accepted, those that came together in one transaction, so
         // that a crash re-sends only the mails in flight, not the batch's sent ones. While one mark commits, the
         // next outcomes gather for the next. The mails' receipts (MailReceipts.ts) cover the time until the
         // mark's commit; they are settled once the mark is done with.
         const came = yield* Queue.unbounded<MailOutcome>()
-        yield* Effect.fork(mailer.sendAll(mails, (outcome) => Queue.unsafeOffer(came, outcome)))
-        for (let left = mails.length; left > 0;) {
+        const sending = yield* Effect.fork(mailer.sendAll(mails, (outcome) => Queue.unsafeOffer(came, outcome)))
+        // A mark that fails stops the batch's sends not yet made: the pass's rows are taken up again.
+        yield* Effect.onError(
+          outcomesMarked(mails.length, came, rows, due, outcomes),
+          () => Fiber.interruptFork(sending)
+        )
+        return outcomes
+      })
+
+    // Each outcome in `outcomes` as it comes, the accepted ones marked sent together.
+    const outcomesMarked = (
+      count: number,
+      came: Queue.Queue<MailOutcome>,
+      rows: ReadonlyArray<number>,
+      due: ReadonlyArray<OutboxEntry>,
+      outcomes: Array<Outcome>
+    ) =>
+      Effect.gen(function*() {
+        for (let left = count; left > 0;) {
           const chunk = yield* Queue.takeBetween(came, 1, left)
           left -= chunk.length
           const accepted: Array<number> = []
@@ -144,9 +167,12 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
               outcomes[i] = { reason: failure.reason, permanent: failure.permanent }
             }
           }
-          if (accepted.length > 0) yield* Effect.ensuring(markSent(accepted), receipts.settle(accepted))
+          if (accepted.length > 0) {
+            held.accepted(accepted)
+            yield* Effect.ensuring(markSent(accepted), receipts.settle(accepted))
+            held.done(accepted)
+          }
         }
-        return outcomes
       })
     // One pass over what is due, `size` mails at most; answers how many rows it took. `probes`: whether this
     // pass may probe a failing server (only one of the loops running at once does).
@@ -157,7 +183,29 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
         if (state.retryAt !== undefined && DateTime.lessThan(now, state.retryAt)) return 0
         if (state.failingSince !== undefined && !probes) return 0
         const limit = attemptsAllowed(state.failingSince !== undefined, size)
-        const due = yield* store.claimDue(now, DateTime.addDuration(now, Lease), limit)
+        // What a failed pass left is taken up first: mails accepted already are only marked.
+        const resumed = held.take(now, limit)
+        const marked = resumed.filter((c) => c.accepted).map((c) => c.item.id)
+        const due = resumed.length > 0
+          ? resumed.filter((c) => !c.accepted).map((c) => c.item)
+          : yield* store.claimDue(now, DateTime.addDuration(now, Lease), limit)
+        if (resumed.length === 0) held.hold(due, DateTime.addDuration(now, Lease))
+        return yield* Effect.onError(
+          finish(marked, due, state),
+          () => Effect.sync(() => held.release([...marked, ...due.map((e) => e.id)]))
+        )
+      })
+
+    const finish = (
+      marked: ReadonlyArray<number>,
+      due: ReadonlyArray<OutboxEntry>,
+      state: { readonly failingSince?: DateTime.Utc }
+    ) =>
+      Effect.gen(function*() {
+        if (marked.length > 0) {
+          yield* Effect.ensuring(markSent(marked), receipts.settle(marked))
+          held.done(marked)
+        }
         const outcomes = yield* sendAll(due)
         const done = yield* DateTime.now
         const temporary = outcomes.some((o) => o !== "sent" && !o.permanent)
@@ -176,6 +224,7 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
           // A row that failed while the server worked is retried with the next pass; otherwise with the server.
           const next = giveUp ? undefined : failure?.retryAt ?? done
           return store.markFailed(entry.id, next, outcome.reason).pipe(
+            Effect.tap(() => held.done([entry.id])),
             Effect.zipRight(
               Effect.logWarning("confirmation mail not delivered", {
                 outbox: entry.id,
@@ -186,7 +235,7 @@ export class OutboxWorker extends Effect.Service<OutboxWorker>()("OutboxWorker",
             )
           )
         }, { discard: true })
-        return due.length
+        return marked.length + due.length
       })
 
     const deliverDue = pass(concurrency, true)

@@ -1,5 +1,6 @@
 import { DateTime, Duration, Effect, FiberSet, Option, Queue, Random, Schedule } from "effect"
 import { afterFailure, attemptsAllowed, type DestinationFailure } from "../shared/DestinationBackoff.ts"
+import { type HeldClaims, makeHeldClaims } from "../shared/HeldClaims.ts"
 import { makeStorageBackoff } from "../shared/StorageBackoff.ts"
 import {
   type Delivery,
@@ -30,6 +31,15 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
     const sender = yield* WebhookSender
     const wakeUps = yield* Queue.sliding<void>(1)
     const running = new Set<EndpointId>()
+    // The deliveries this worker claimed and has not marked, by endpoint (core/shared/HeldClaims.ts).
+    const heldBy = new Map<EndpointId, HeldClaims<Delivery, number>>()
+    const heldOf = (endpoint: EndpointId) => {
+      const found = heldBy.get(endpoint)
+      if (found !== undefined) return found
+      const made = makeHeldClaims((d: Delivery) => d.id, DeliveryLease)
+      heldBy.set(endpoint, made)
+      return made
+    }
 
     // A lane's passes share its endpoint's PerEndpoint slots, so that at most that many attempts are in flight
     // however many passes run. A pass sends its claim in rounds of up to PerEndpoint attempts, handed to the
@@ -66,7 +76,8 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
       lane: Lane,
       endpoint: EndpointId,
       target: EndpointTarget,
-      deliveries: ReadonlyArray<Delivery>
+      deliveries: ReadonlyArray<Delivery>,
+      held: HeldClaims<Delivery, number>
     ): Effect.Effect<ReadonlyArray<string | undefined>> =>
       lane.slots.withPermits(deliveries.length)(Effect.suspend(() => {
         if (lane.failure !== undefined) return Effect.succeed(deliveries.map(() => EndpointFailing))
@@ -87,7 +98,10 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
           // transactions), so a crash re-sends only the rounds in flight.
           if (sent.length > 0) {
             lane.successes += sent.length
-            return Effect.flatMap(DateTime.now, (at) => store.delivered(sent, at))
+            held.accepted(sent)
+            return Effect.flatMap(DateTime.now, (at) => store.delivered(sent, at)).pipe(
+              Effect.tap(() => held.done(sent))
+            )
           }
           return lane.successes === successesBefore && failed !== undefined
             ? markFailing(lane, endpoint, target.failingSince, failed)
@@ -106,26 +120,51 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
         if (retryAt !== undefined && DateTime.lessThan(now, retryAt)) return false
         const failing = failingSince !== undefined
         if (failing && !probes) return false
-        const due = yield* store.claim(
-          endpoint,
-          now,
-          DateTime.addDuration(now, DeliveryLease),
-          attemptsAllowed(failing, Batch)
+        // What a failed pass left is taken up first: deliveries the receiver accepted already are only marked.
+        const held = heldOf(endpoint)
+        const resumed = held.take(now, attemptsAllowed(failing, Batch))
+        const marked = resumed.filter((c) => c.accepted).map((c) => c.item.id)
+        const due = resumed.length > 0
+          ? resumed.filter((c) => !c.accepted).map((c) => c.item)
+          : yield* store.claim(endpoint, now, DateTime.addDuration(now, DeliveryLease), attemptsAllowed(failing, Batch))
+        if (resumed.length === 0) held.hold(due, DateTime.addDuration(now, DeliveryLease))
+        return yield* Effect.onError(
+          finish(lane, endpoint, target.value, held, marked, due),
+          () => Effect.sync(() => held.release([...marked, ...due.map((d) => d.id)]))
         )
-        if (due.length === 0) return false
+      })
+
+    const finish = (
+      lane: Lane,
+      endpoint: EndpointId,
+      target: EndpointTarget,
+      held: HeldClaims<Delivery, number>,
+      marked: ReadonlyArray<number>,
+      due: ReadonlyArray<Delivery>
+    ) =>
+      Effect.gen(function*() {
+        if (marked.length > 0) {
+          yield* store.delivered(marked, yield* DateTime.now)
+          held.done(marked)
+        }
+        if (due.length === 0) return marked.length > 0
+        const { failingSince } = target
+        const failing = failingSince !== undefined
         const size = attemptsAllowed(failing, PerEndpoint)
         const rounds = Array.from(
           { length: Math.ceil(due.length / size) },
           (_, i) => due.slice(i * size, (i + 1) * size)
         )
-        const reasons = (yield* Effect.forEach(rounds, (r) => round(lane, endpoint, target.value, r))).flat()
+        const reasons = (yield* Effect.forEach(rounds, (r) => round(lane, endpoint, target, r, held))).flat()
         if (failingSince !== undefined && reasons.includes(undefined)) yield* store.endpointRecovered(endpoint)
         // A failed delivery is due when its endpoint is tried again: the backlog moves with the endpoint.
         const done = yield* DateTime.now
         const failure = failureOf(lane)
         const nextAttempt = failure?.retryAt ?? done
         const failed = (r: string | undefined, i: number) =>
-          r === undefined ? Effect.void : store.failed(due[i]!.id, nextAttempt, r)
+          r === undefined
+            ? Effect.void
+            : Effect.tap(store.failed(due[i]!.id, nextAttempt, r), () => held.done([due[i]!.id]))
         yield* Effect.forEach(reasons, failed, { discard: true })
         return failure === undefined
       })
@@ -146,9 +185,18 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
         Effect.ensuring(Effect.sync(() => running.delete(endpoint)))
       )
 
+    // The endpoints with work now: those with deliveries due, and those of deliveries a failed pass left.
+    const withWork = Effect.gen(function*() {
+      const due = yield* store.dueEndpoints(yield* DateTime.now, MaxEndpoints)
+      for (const [endpoint, held] of heldBy) if (held.size() === 0 && !running.has(endpoint)) heldBy.delete(endpoint)
+      const holding = [...heldBy].filter(([, held]) => held.free() > 0).map(([endpoint]) => endpoint)
+      return [...new Set([...holding, ...due])]
+    })
+
     // Every lane with work now, each to its end: what `run` does once, without forking (for tests and tools).
-    const deliverDue = Effect.flatMap(DateTime.now, (now) => store.dueEndpoints(now, MaxEndpoints)).pipe(
-      Effect.flatMap((due) => Effect.forEach(due, passes, { concurrency: "unbounded", discard: true }))
+    const deliverDue = Effect.flatMap(
+      withWork,
+      (due) => Effect.forEach(due, passes, { concurrency: "unbounded", discard: true })
     )
 
     const waitForWork = Effect.raceFirst(Queue.take(wakeUps), Effect.sleep(PollInterval))
@@ -156,8 +204,7 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
     const run = Effect.scoped(Effect.gen(function*() {
       const lanes = yield* FiberSet.make()
       const dispatch = Effect.gen(function*() {
-        const due = yield* store.dueEndpoints(yield* DateTime.now, MaxEndpoints)
-        for (const endpoint of due) {
+        for (const endpoint of yield* withWork) {
           if (running.has(endpoint)) continue
           running.add(endpoint)
           yield* FiberSet.run(lanes, lane(endpoint))

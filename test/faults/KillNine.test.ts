@@ -1,10 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
-import { fork } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import { AppProcess, postForm, sharedDatabase } from "../support/AppProcess.ts"
+import { startSmtpSink } from "./SmtpSink.ts"
 
 // kill -9 under load, again and again: every acknowledged signup gets its mail (none lost), and a crash re-sends
 // only the mails still on the wire: the delivery thread notes each mail the server accepted in the receipt file
@@ -21,33 +20,11 @@ const clients = 32
 const loadMs = 2_000
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-// The SMTP sink, in a process of its own (smtp-sink-process.mjs): each copy's recipient and when it arrived.
-const startSink = async () => {
-  const received: Array<{ readonly to: string; readonly at: number; readonly mail: number }> = []
-  // The mails after which their connection sent another MAIL FROM: the client had read their 250.
-  const followed = new Set<number>()
-  const child = fork(fileURLToPath(new URL("./smtp-sink-process.mjs", import.meta.url)))
-  const port = await new Promise<number>((ok, fail) => {
-    child.once("error", fail)
-    child.on("message", (message: { port?: number; received?: typeof received; followed?: Array<number> }) => {
-      if (message.port !== undefined) ok(message.port)
-      for (const r of message.received ?? []) received.push(r)
-      for (const mail of message.followed ?? []) followed.add(mail)
-    })
-  })
-  return {
-    received,
-    followed,
-    url: `smtp://u:p@127.0.0.1:${port}`,
-    stop: () => new Promise<void>((ok) => (child.once("exit", () => ok()), child.disconnect()))
-  }
-}
-
 describe("kill -9 under load", () => {
   it(
     `loses no acknowledged mail and re-sends at most the mails in flight per crash, over ${cycles} crashes`,
     async () => {
-      const smtp = await startSink()
+      const smtp = await startSmtpSink()
       const acknowledged = new Map<string, number>()
       // When each app was started: a copy came from the last one started before it arrived.
       const starts: Array<number> = []
