@@ -1,7 +1,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
-import { Context, Duration, Effect, Exit, FiberRef, Layer, Redacted } from "effect"
+import { Cause, Config, Context, Duration, Effect, Exit, FiberRef, Layer, Redacted } from "effect"
 import { makePool, type PgPool, type PoolClient, type QueryCallback, type QueryConfig } from "./PgDriver.ts"
 
 // PostgreSQL: one pg Pool, shared by @effect/sql-pg (migrations, readiness, the statements that are not on a
@@ -97,11 +97,16 @@ const makeDirect = (pool: PgPool, tracing: boolean): PgDirectShape => {
             yield* simple(client, "COMMIT")
             return result
           }),
-        // A connection whose transaction could not be rolled back is closed rather than reused.
+        // A connection whose transaction could not be rolled back is closed rather than reused; one that went
+        // silent or was cut is closed at once, without a ROLLBACK to wait for.
         (client, exit) =>
-          Exit.isSuccess(exit) ? Effect.sync(() => client.release()) : simple(client, "ROLLBACK").pipe(
-            Effect.match({ onFailure: () => client.release(true), onSuccess: () => client.release() })
-          )
+          Exit.isSuccess(exit)
+            ? Effect.sync(() => client.release())
+            : connectionLost(exit.cause)
+            ? Effect.sync(() => client.release(true))
+            : simple(client, "ROLLBACK").pipe(
+              Effect.match({ onFailure: () => client.release(true), onSuccess: () => client.release() })
+            )
       )
       return tracing
         ? Effect.withSpan(run, "sql transaction", { kind: "client", attributes: { "db.system.name": "postgresql" } })
@@ -110,19 +115,47 @@ const makeDirect = (pool: PgPool, tracing: boolean): PgDirectShape => {
   }
 }
 
-const ConnectTimeoutMs = 2_000
+const connectionLost = (cause: Cause.Cause<unknown>) =>
+  [...Cause.failures(cause), ...Cause.defects(cause)].some((e) => {
+    const inner = (e as { cause?: { message?: unknown } })?.cause?.message
+    return typeof inner === "string" && /Query read timeout|Connection terminated/.test(inner)
+  })
+
+const atLeast = (name: string, min: number, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.validate({ message: `${name} must be an integer of at least ${min}`, validation: (n) => n >= min }),
+    Config.withDefault(fallback)
+  )
+
+// How long a request waits for PostgreSQL before it answers 503 (docs/operations.md, "When the database is away"):
+// a connection (waiting for a free one included), then each statement's answer. The server cancels a statement
+// at PG_STATEMENT_TIMEOUT_MS, and ends a session left idle in a transaction as long (one whose client the network
+// lost would hold its locks); the client gives up 1 s later, when the network or the server went silent (no RST
+// ever comes through a lost NAT entry). TCP keepalive finds idle connections whose peer is gone.
+export const pgTimeoutsConfig = Config.all({
+  connectMs: atLeast("PG_CONNECT_TIMEOUT_MS", 1, 2_000),
+  statementMs: atLeast("PG_STATEMENT_TIMEOUT_MS", 1, 5_000),
+  keepAliveMs: atLeast("PG_KEEPALIVE_MS", 1, 10_000)
+})
+const SilentAfterCancelMs = 1_000
 
 export const layer = (url: Redacted.Redacted<string>) => {
   const pool = Effect.acquireRelease(
     Effect.gen(function*() {
+      const timeouts = yield* pgTimeoutsConfig.pipe(Effect.orDie)
       // pg's pool opens a connection only when a statement needs one and never retries by itself, so connection
       // attempts follow the requests and the loops' backoff; a server that does not answer fails a connection
-      // after ConnectTimeoutMs rather than holding the request.
+      // after PG_CONNECT_TIMEOUT_MS rather than holding the request.
       const pool = makePool({
         connectionString: Redacted.value(url),
         max: 10,
         application_name: "paysub",
-        connectionTimeoutMillis: ConnectTimeoutMs
+        connectionTimeoutMillis: timeouts.connectMs,
+        statement_timeout: timeouts.statementMs,
+        idle_in_transaction_session_timeout: timeouts.statementMs,
+        query_timeout: timeouts.statementMs + SilentAfterCancelMs,
+        keepAlive: true,
+        keepAliveInitialDelayMillis: timeouts.keepAliveMs
       })
       // An idle connection's error (the server going away) must not crash the process: the pool drops it.
       pool.on("error", () => {})

@@ -7,6 +7,14 @@ export interface PoolConfig {
   readonly max?: number
   readonly application_name?: string
   readonly connectionTimeoutMillis?: number
+  // Sent at connect: the server cancels a statement that runs longer (SQLSTATE 57014).
+  readonly statement_timeout?: number
+  // Sent at connect: the server ends a session left idle in a transaction this long, and frees its locks.
+  readonly idle_in_transaction_session_timeout?: number
+  // The client's own limit on a statement's answer: a connection whose server or network went silent fails then.
+  readonly query_timeout?: number
+  readonly keepAlive?: boolean
+  readonly keepAliveInitialDelayMillis?: number
 }
 // A named statement is parsed and planned once per connection, then only bound and executed.
 export interface QueryConfig {

@@ -1,6 +1,6 @@
 import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Clock, Effect } from "effect"
+import { Clock, Duration, Effect } from "effect"
 import { Dialect } from "./Dialect.ts"
 import { m0009_refunds } from "./RefundMigration.ts"
 import { m0011_console_sessions } from "./SessionMigration.ts"
@@ -318,12 +318,23 @@ export const runMigrations = Effect.gen(function*() {
   const sql = yield* SqlClient
   const { mysql, pg } = yield* Dialect
   if (!pg && !mysql) return yield* migrate
-  const [lock, unlock] = pg
-    ? [`SELECT pg_advisory_lock(${MigrationLock})`, `SELECT pg_advisory_unlock(${MigrationLock})`]
-    : [`SELECT GET_LOCK('paysub_migrations', 120)`, `SELECT RELEASE_LOCK('paysub_migrations')`]
+  const unlock = pg ? `SELECT pg_advisory_unlock(${MigrationLock})` : `SELECT RELEASE_LOCK('paysub_migrations')`
   return yield* Effect.scoped(Effect.gen(function*() {
     const lockHolder = yield* sql.reserve
-    yield* lockHolder.executeRaw(lock, [])
+    // On PostgreSQL the lock is tried every 100 ms rather than waited for in one statement, which
+    // PG_STATEMENT_TIMEOUT_MS would cancel while another instance migrates; for 120 s at most, as on MariaDB.
+    if (pg) {
+      const tryLock = Effect.map(
+        lockHolder.execute(`SELECT pg_try_advisory_lock(${MigrationLock}) AS locked`, [], undefined),
+        (rows) => rows[0]?.locked === true
+      )
+      let locked = yield* tryLock
+      for (let tries = 1; !locked && tries < 1_200; tries++) {
+        yield* Effect.sleep(Duration.millis(100))
+        locked = yield* tryLock
+      }
+      if (!locked) return yield* Effect.dieMessage("another instance held the migrations' lock for 120 s")
+    } else yield* lockHolder.executeRaw(`SELECT GET_LOCK('paysub_migrations', 120)`, [])
     return yield* migrate.pipe(Effect.ensuring(Effect.ignore(lockHolder.executeRaw(unlock, []))))
   }))
 })

@@ -5,7 +5,8 @@
 // The stores turn every SqlError into a defect, so the fault is found on the defect's chain of causes.
 const sqlitePrimary = new Set([5, 6, 7, 10, 13, 14]) // BUSY, LOCKED, NOMEM, IOERR, FULL, CANTOPEN
 const sqliteNames = /^SQLITE_(BUSY|LOCKED|NOMEM|IOERR|FULL|CANTOPEN)/
-const pgClasses = /^(08|53|57P0[1-3])/
+// 57014: a statement cancelled, as statement_timeout does.
+const pgClasses = /^(08|53|57P0[1-3]|57014)/
 // MariaDB's (mysql2's): the connection lost or refused, the server shutting down or out of connections, a full
 // disk or table, a lock wait past innodb_lock_wait_timeout, a read-only server.
 const mysqlCodes = new Set([
@@ -22,7 +23,7 @@ const mysqlCodes = new Set([
 ])
 const systemCodes = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH"])
 const faultMessages =
-  /Connection terminated|connection timeout|timeout exceeded when trying to connect|not queryable|database or disk is full|disk I\/O error|database is locked|connection is in closed state|Pool is closed/i
+  /Connection terminated|connection timeout|timeout exceeded when trying to connect|Query read timeout|not queryable|database or disk is full|disk I\/O error|database is locked|connection is in closed state|Pool is closed/i
 
 const isFault = (e: unknown): boolean => {
   if (typeof e !== "object" || e === null) return false
