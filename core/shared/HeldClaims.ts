@@ -22,6 +22,8 @@ export interface HeldClaims<A, K> {
   readonly release: (keys: ReadonlyArray<K>) => void
   // Up to `limit` free claims whose lease leaves time for another attempt, now the caller's; drops the others.
   readonly take: (now: DateTime.Utc, limit: number) => ReadonlyArray<HeldClaim<A>>
+  // Drops the free claims whose lease no longer leaves time for another attempt.
+  readonly expire: (now: DateTime.Utc) => void
   readonly free: () => number
   readonly size: () => number
 }
@@ -57,6 +59,10 @@ export const makeHeldClaims = <A, K>(key: (item: A) => K, lease: Duration.Durati
         }
       }
       return taken
+    },
+    expire: (now) => {
+      const at = DateTime.toEpochMillis(now)
+      for (const [k, claim] of held) if (!claim.busy && claim.leaseUntil - at < half) held.delete(k)
     },
     size: () => held.size,
     free: () => {

@@ -114,6 +114,9 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
     const pass = (lane: Lane, endpoint: EndpointId, probes: boolean) =>
       Effect.gen(function*() {
         const now = yield* DateTime.now
+        // A lane that cannot send now leaves its held deliveries to their lease once it runs short.
+        const held = heldOf(endpoint)
+        held.expire(now)
         const target = yield* store.target(endpoint)
         if (Option.isNone(target) || target.value.disabled || lane.failure !== undefined) return false
         const { failingSince, retryAt } = target.value
@@ -121,7 +124,6 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
         const failing = failingSince !== undefined
         if (failing && !probes) return false
         // What a failed pass left is taken up first: deliveries the receiver accepted already are only marked.
-        const held = heldOf(endpoint)
         const resumed = held.take(now, attemptsAllowed(failing, Batch))
         const marked = resumed.filter((c) => c.accepted).map((c) => c.item.id)
         const due = resumed.length > 0
