@@ -1,6 +1,7 @@
 import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, Effect } from "effect"
+import { m0010_balances } from "./BalanceMigration.ts"
 import { Dialect } from "./Dialect.ts"
 import { m0009_refunds } from "./RefundMigration.ts"
 
@@ -303,7 +304,8 @@ export const migrations = Migrator.fromRecord({
   "0006_webhooks": m0006_webhooks,
   "0007_subscriber_listing": m0007_subscriber_listing,
   "0008_rate_limits": m0008_rate_limits,
-  "0009_refunds": m0009_refunds
+  "0009_refunds": m0009_refunds,
+  "0010_balances": m0010_balances
 })
 
 const migrate = Migrator.make({})({ loader: migrations })
