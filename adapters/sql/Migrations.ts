@@ -3,6 +3,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, Effect } from "effect"
 import { m0010_balances } from "./BalanceMigration.ts"
 import { Dialect } from "./Dialect.ts"
+import { m0011_indexes } from "./IndexMigration.ts"
 import { m0009_refunds } from "./RefundMigration.ts"
 
 // One list for every database the service runs on; adapters/sql/Dialect.ts holds the few words that differ.
@@ -305,7 +306,8 @@ export const migrations = Migrator.fromRecord({
   "0007_subscriber_listing": m0007_subscriber_listing,
   "0008_rate_limits": m0008_rate_limits,
   "0009_refunds": m0009_refunds,
-  "0010_balances": m0010_balances
+  "0010_balances": m0010_balances,
+  "0011_indexes": m0011_indexes
 })
 
 const migrate = Migrator.make({})({ loader: migrations })

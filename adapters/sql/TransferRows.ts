@@ -14,7 +14,7 @@ import {
   type TransferStatus
 } from "../../core/payments/Transfer.ts"
 import type { TransferStorageShape } from "../../core/payments/TransferStorage.ts"
-import { millisOf } from "./Dialect.ts"
+import { millisOf, olderThan } from "./Dialect.ts"
 
 // Rows of the transfer tables and their mapping to the domain, shared by the SQLite, PostgreSQL and MariaDB stores.
 
@@ -177,7 +177,7 @@ export const listTransfers = (sql: SqlClient, columns: string): TransferStorageS
         sql`client_id = ${client}`,
         ...(query.reference === undefined ? [] : [sql`reference = ${query.reference}`]),
         ...(after !== undefined
-          ? [sql`(created_at < ${after.created_at} OR (created_at = ${after.created_at} AND id < ${after.id}))`]
+          ? [olderThan(sql, after.created_at, after.id)]
           : [])
       ])
     } ORDER BY created_at DESC, id DESC LIMIT ${query.limit + 1}`

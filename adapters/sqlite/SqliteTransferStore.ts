@@ -33,7 +33,7 @@ const byReference = selectTransfer("client_id = ? AND reference = ?")
 const listOf = (reference: boolean, after: boolean) =>
   selectTransfer(
     `client_id = ?${reference ? " AND reference = ?" : ""}${
-      after ? " AND (created_at < ? OR (created_at = ? AND id < ?))" : ""
+      after ? " AND created_at <= ? AND (created_at < ? OR id < ?)" : ""
     } ORDER BY created_at DESC, id DESC LIMIT ?`
   )
 const lists = [listOf(false, false), listOf(false, true), listOf(true, false), listOf(true, true)]
