@@ -5,6 +5,7 @@ import { TransferStorage, type TransferTx } from "../../core/payments/TransferSt
 import {
   answerColumns,
   Balance,
+  balanceParams,
   type BalanceRow,
   KeyColumns,
   type KeyRow,
@@ -92,7 +93,13 @@ export const make = Effect.gen(function*() {
         authorization_code = ${authorization}, reconciled_at = ${reconciledAt}, reconcile_at = NULL
         WHERE id = ${t.id} AND ${sql.in("status", from)}`)
     },
-    deleteTransfer: (id, status) => Effect.asVoid(sql`DELETE FROM transfers WHERE id = ${id} AND status = ${status}`)
+    deleteTransfer: (id, status) => Effect.asVoid(sql`DELETE FROM transfers WHERE id = ${id} AND status = ${status}`),
+    addToBalance: (change) =>
+      Effect.asVoid(sql.unsafe(
+        `INSERT INTO balances (client_id, merchant_id, currency, amount) VALUES (?, ?, ?, ?)
+         ON DUPLICATE KEY UPDATE amount = amount + VALUES(amount)`,
+        balanceParams(change)
+      ))
   }
 
   return TransferStorage.of({

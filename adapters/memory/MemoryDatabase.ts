@@ -1,5 +1,6 @@
 import { Context, DateTime, Effect, Exit, Layer } from "effect"
 import type { KeyRecord } from "../../core/payments/Idempotency.ts"
+import type { BalanceChange } from "../../core/payments/Ledger.ts"
 import type { Refund } from "../../core/payments/Refund.ts"
 import type { Transfer, UnsettledRule } from "../../core/payments/Transfer.ts"
 import type { ApiClient } from "../../core/payments/TransferStore.ts"
@@ -21,6 +22,8 @@ export interface Tables {
   >
   keys: Map<string, KeyRecord & { readonly client: string }>
   refunds: Map<string, { readonly refund: Refund; readonly reconcileAt?: DateTime.Utc; readonly attempts: number }>
+  // Balances, keyed by client, recipient merchant and currency.
+  balances: Map<string, BalanceChange>
   feeds: Map<string, { readonly feed: Feed; readonly deletedAt?: DateTime.Utc }>
   subscriptions: Map<number, { readonly subscription: Subscription; readonly emailKey: string }>
   tokens: Map<string, {
@@ -67,6 +70,7 @@ const copy = (t: Tables): Tables => ({
   transfers: new Map(t.transfers),
   keys: new Map(t.keys),
   refunds: new Map(t.refunds),
+  balances: new Map(t.balances),
   feeds: new Map(t.feeds),
   subscriptions: new Map(t.subscriptions),
   tokens: new Map(t.tokens),
@@ -88,6 +92,7 @@ export const layer = Layer.effect(
       transfers: new Map(),
       keys: new Map(),
       refunds: new Map(),
+      balances: new Map(),
       feeds: new Map([[DefaultFeed, {
         feed: new Feed({ name: DefaultFeed, title: "Newsletter", createdAt: now, updatedAt: now })
       }]]),

@@ -1,7 +1,6 @@
 import { Effect, Layer, Option } from "effect"
-import type { CurrencyCode } from "../../core/payments/Currency.ts"
 import { KeptAnswer } from "../../core/payments/Idempotency.ts"
-import { BalanceStatuses, type ClientId, Transfer, UnsettledTransfers } from "../../core/payments/Transfer.ts"
+import { type ClientId, Transfer, UnsettledTransfers } from "../../core/payments/Transfer.ts"
 import { TransferStorage, type TransferTx } from "../../core/payments/TransferStorage.ts"
 import {
   atomically,
@@ -20,6 +19,7 @@ import { memoryRefundReads, memoryRefundStatements } from "./MemoryRefunds.ts"
 // same uniqueness (a client's reference, a client's key) checked where the databases have constraints.
 
 const keyOf = (client: string, key: string) => `${client}\u0000${key}`
+const balanceKey = (client: string, merchant: string, currency: string) => `${client}\u0000${merchant}\u0000${currency}`
 const holder = (t: Tables, client: string, reference: string) =>
   [...t.transfers.values()].find((r) => r.transfer.clientId === client && r.transfer.reference === reference)
 
@@ -86,6 +86,10 @@ const statements: Statements<TransferTx> = {
   },
   deleteTransfer: (t, id, status) => {
     if (t.transfers.get(id)?.transfer.status === status) t.transfers.delete(id)
+  },
+  addToBalance: (t, change) => {
+    const k = balanceKey(change.clientId, change.merchantId, change.currency)
+    t.balances.set(k, { ...change, amount: (t.balances.get(k)?.amount ?? 0n) + change.amount })
   }
 }
 
@@ -133,18 +137,15 @@ export const layer = Layer.effect(
           return { data: rows.slice(0, query.limit), hasMore: rows.length > query.limit }
         }),
       balance: (client) =>
-        read(() => {
-          const sums = new Map<string, { merchantId: string; currency: CurrencyCode; amount: bigint }>()
-          for (const x of own(client)) {
-            if (!BalanceStatuses.includes(x.status)) continue
-            const k = `${x.recipient.merchant_id}\u0000${x.currency}`
-            const sum = sums.get(k) ?? { merchantId: x.recipient.merchant_id, currency: x.currency, amount: 0n }
-            sums.set(k, { ...sum, amount: sum.amount + x.amount - x.amountRefunded })
-          }
-          return [...sums.values()].sort((a, b) =>
+        read(() =>
+          [...t.balances.values()].filter((b) => b.clientId === client).map(({ amount, currency, merchantId }) => ({
+            merchantId,
+            currency,
+            amount
+          })).sort((a, b) =>
             a.merchantId < b.merchantId ? -1 : a.merchantId > b.merchantId ? 1 : a.currency < b.currency ? -1 : 1
           )
-        }),
+        ),
       claimUnsettled: (now, pendingBefore, leaseUntil, limit) =>
         read(() => {
           const due = [...t.transfers.values()].filter(({ reconcileAt, transfer: x }) =>

@@ -52,13 +52,23 @@ export const updateOutcomeSql = `UPDATE transfers SET status = $2, failure_code 
   authorization_code = $5, reconciled_at = $6::timestamptz, reconcile_at = NULL
   WHERE id = $1 AND status = ANY($7::text[]) RETURNING 1`
 
-// updateOutcome; insertEvent (the event, then its deliveries) only if the outcome was written; then the answer
-// onto the key ($15) or onto the waiting keys of the request hash ($16), whichever is given.
+// addToBalance: amount $4 onto the balance of client $1, merchant $2 and currency $3.
+export const pgAddToBalance = `INSERT INTO balances (client_id, merchant_id, currency, amount)
+  VALUES ($1, $2, $3, $4::bigint)
+  ON CONFLICT (client_id, merchant_id, currency) DO UPDATE SET amount = balances.amount + EXCLUDED.amount`
+
+// updateOutcome; insertEvent (the event, then its deliveries) and addToBalance (merchant $17, currency $18, amount
+// $19) only if the outcome was written; then the answer onto the key ($15) or onto the waiting keys of the request
+// hash ($16), whichever is given.
 const settle = statement(
   "settle",
   `WITH s AS (${updateOutcomeSql}), ${
     pgAudienceEventCtes(8, "$8::text IS NOT NULL AND EXISTS (SELECT 1 FROM s)")
-  }, k AS (
+  }, b AS (
+     INSERT INTO balances (client_id, merchant_id, currency, amount)
+     SELECT $14::text, $17::text, $18::text, $19::bigint WHERE $19::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM s)
+     ON CONFLICT (client_id, merchant_id, currency) DO UPDATE SET amount = balances.amount + EXCLUDED.amount
+   ), k AS (
      UPDATE idempotency_keys SET answer = 'transfer_made', transfer_id = $1
      WHERE $15::text IS NOT NULL AND client_id = $14 AND idempotency_key = $15 AND answer IS NULL
    ), w AS (
@@ -84,7 +94,7 @@ export const pgCombined = (direct: PgDirectShape): CombinedOperations => ({
       ...Object.values(transferRow(t, time)),
       ...pgAudienceValues(event, audience)
     ]).pipe(Effect.map(([row]) => row!.inserted), Effect.orDie),
-  settle: ({ answer, event, from, transfer: t }) =>
+  settle: ({ answer, balance, event, from, transfer: t }) =>
     direct.query<{ changed: boolean }>(settle, [
       t.id,
       ...outcomeRow(t, time),
@@ -92,6 +102,9 @@ export const pgCombined = (direct: PgDirectShape): CombinedOperations => ({
       ...(event === undefined ? [null, null, null, null, null, []] : pgAudienceValues(event.event, event.audience)),
       t.clientId,
       answer !== undefined && "key" in answer ? answer.key : null,
-      answer !== undefined && "waiting" in answer ? answer.waiting : null
+      answer !== undefined && "waiting" in answer ? answer.waiting : null,
+      balance?.merchantId ?? null,
+      balance?.currency ?? null,
+      balance?.amount ?? null
     ]).pipe(Effect.map(([row]) => row!.changed), Effect.orDie)
 })

@@ -1,11 +1,13 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
-import { BalanceStatuses, type ClientId, type TransferId, UnsettledTransfers } from "../../core/payments/Transfer.ts"
+import { type ClientId, type TransferId, UnsettledTransfers } from "../../core/payments/Transfer.ts"
 import { TransferStorage, type TransferTx } from "../../core/payments/TransferStorage.ts"
 import { sqlStrings, unsettledCondition } from "../sql/Dialect.ts"
 import { liveEndpointOf, pgEventValues, pgInsertEvent, pgLiveEndpoints } from "../sql/EventRows.ts"
 import {
   answerColumns,
+  Balance,
+  balanceParams,
   type BalanceRow,
   KeyColumns,
   type KeyRow,
@@ -20,7 +22,7 @@ import {
 } from "../sql/TransferRows.ts"
 import { PgDirect, statement } from "./PgClient.ts"
 import { pgRefundStatements, pgRefundStorage } from "./PgRefundStatements.ts"
-import { fields, pgCombined, time, updateOutcomeSql, values } from "./PgTransferCombined.ts"
+import { fields, pgAddToBalance, pgCombined, time, updateOutcomeSql, values } from "./PgTransferCombined.ts"
 import { first, ms, type Statements, unitOfWork } from "./PgUnitOfWork.ts"
 
 // The transfer storage on PostgreSQL: named (prepared) statements on PgDirect; keys and references decided by
@@ -62,6 +64,8 @@ const releaseKey = statement(
 )
 const updateOutcome = statement("update_outcome", updateOutcomeSql)
 const deleteTransfer = statement("delete_transfer", `DELETE FROM transfers WHERE id = $1 AND status = $2`)
+const addToBalance = statement("add_to_balance", pgAddToBalance)
+const balance = statement("balance", Balance.replace("?", "$1"))
 const liveEndpoints = statement("live_endpoints", pgLiveEndpoints)
 const insertEvent = statement("insert_event", pgInsertEvent)
 // Leased with SKIP LOCKED: instances claiming at once take disjoint transfers, and a leased one is not due.
@@ -118,7 +122,8 @@ const statements: Statements<TransferTx> = {
     Effect.map(query<{ id: TransferId }>(holderOf, [client, reference]), (rows) => first(rows, (r) => r.id)),
   updateOutcome: (query, t, from) =>
     Effect.map(query(updateOutcome, [t.id, ...outcomeRow(t, time), from]), (rows) => rows.length > 0),
-  deleteTransfer: (query, id, status) => Effect.asVoid(query(deleteTransfer, [id, status]))
+  deleteTransfer: (query, id, status) => Effect.asVoid(query(deleteTransfer, [id, status])),
+  addToBalance: (query, change) => Effect.asVoid(query(addToBalance, balanceParams(change)))
 }
 
 export const make = Effect.gen(function*() {
@@ -160,16 +165,8 @@ export const make = Effect.gen(function*() {
     reconcileLater: (id, attempts, next) => Effect.orDie(direct.query(reconcileLater, [id, attempts, ms(next)])),
     pruneKeys: (before, limit) =>
       direct.query(pruneKeys, [ms(before), limit]).pipe(Effect.map((rows) => rows.length), Effect.orDie),
-    // Summed by the database in integers and read back as text: exact for any total, never a float.
     balance: (client) =>
-      sql<BalanceRow>`
-        SELECT recipient_merchant_id AS merchant_id, currency, CAST(SUM(amount - amount_refunded) AS TEXT) AS total
-        FROM transfers
-        WHERE client_id = ${client} AND status IN (${sql.literal(sqlStrings(BalanceStatuses))})
-        GROUP BY recipient_merchant_id, currency ORDER BY recipient_merchant_id, currency`.pipe(
-        Effect.map((rows) => rows.map(toBalance)),
-        Effect.orDie
-      )
+      direct.query<BalanceRow>(balance, [client]).pipe(Effect.map((rows) => rows.map(toBalance)), Effect.orDie)
   })
 })
 

@@ -38,6 +38,15 @@ export const Dialect = Effect.map(SqlClient, (sql) => {
   } as const
 })
 
+// The rows after a cursor (created_at, id) in a newest-first list, as a condition an index on (..., created_at, id)
+// serves whole: a row comparison on PostgreSQL, which takes it as one index range; elsewhere the range on
+// created_at, then the ties of that millisecond by id.
+export const olderThan = (sql: SqlClient, createdAt: unknown, id: string) =>
+  sql.onDialectOrElse({
+    pg: () => sql`(created_at, id) < (${createdAt}, ${id})`,
+    orElse: () => sql`created_at <= ${createdAt} AND (created_at < ${createdAt} OR id < ${id})`
+  })
+
 // A time column or aggregate as read back: a Date from PostgreSQL, a number from SQLite and MariaDB.
 export const millisOf = (value: unknown): number => (value instanceof Date ? value.getTime() : Number(value))
 

@@ -1,9 +1,11 @@
 import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, Duration, Effect } from "effect"
+import { m0010_balances } from "./BalanceMigration.ts"
 import { Dialect } from "./Dialect.ts"
+import { m0011_indexes } from "./IndexMigration.ts"
 import { m0009_refunds } from "./RefundMigration.ts"
-import { m0011_console_sessions } from "./SessionMigration.ts"
+import { m0012_console_sessions } from "./SessionMigration.ts"
 
 // One list for every database the service runs on; adapters/sql/Dialect.ts holds the few words that differ.
 const m0001_subscriptions = Effect.gen(function*() {
@@ -305,7 +307,9 @@ export const migrations = Migrator.fromRecord({
   "0007_subscriber_listing": m0007_subscriber_listing,
   "0008_rate_limits": m0008_rate_limits,
   "0009_refunds": m0009_refunds,
-  "0011_console_sessions": m0011_console_sessions
+  "0010_balances": m0010_balances,
+  "0011_indexes": m0011_indexes,
+  "0012_console_sessions": m0012_console_sessions
 })
 
 const migrate = Migrator.make({})({ loader: migrations })

@@ -11,7 +11,7 @@ import {
 } from "../../core/payments/Refund.ts"
 import type { ClientId, TransferId } from "../../core/payments/Transfer.ts"
 import type { TransferStorageShape } from "../../core/payments/TransferStorage.ts"
-import { millisOf } from "./Dialect.ts"
+import { millisOf, olderThan } from "./Dialect.ts"
 
 // Rows of the refunds table and their mapping to the domain, shared by the SQLite, PostgreSQL and MariaDB stores.
 
@@ -82,7 +82,7 @@ export const listRefunds =
         sql.and([
           owned,
           ...(after !== undefined
-            ? [sql`(created_at < ${after.created_at} OR (created_at = ${after.created_at} AND id < ${after.id}))`]
+            ? [olderThan(sql, after.created_at, after.id)]
             : [])
         ])
       } ORDER BY created_at DESC, id DESC LIMIT ${query.limit + 1}`

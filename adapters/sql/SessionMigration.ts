@@ -4,7 +4,7 @@ import { Dialect } from "./Dialect.ts"
 
 // The console's sessions (adapters/sql/SqlSessionStore.ts): the hash of the cookie's id, who signed in (a role
 // and, for a merchant, the client), never a key.
-export const m0011_console_sessions = Effect.gen(function*() {
+export const m0012_console_sessions = Effect.gen(function*() {
   const sql = yield* SqlClient
   const { types: T } = yield* Dialect
   yield* sql`CREATE TABLE console_sessions (

@@ -7,7 +7,7 @@ import {
   type WebhookEndpoint,
   type WebhookStoreShape
 } from "../../core/webhooks/Webhooks.ts"
-import { Dialect, millisOf } from "./Dialect.ts"
+import { Dialect, millisOf, olderThan } from "./Dialect.ts"
 
 // Endpoints, events and deliveries, on @effect/sql for both databases: nothing here is on a request's hot
 // path (events are written by the transfer and subscription stores, on theirs). What the delivery worker runs
@@ -67,7 +67,7 @@ export const make = Effect.gen(function*() {
           ...(query.type === undefined ? [] : [sql`type = ${query.type}`]),
           ...(after === undefined
             ? []
-            : [sql`(created_at < ${after.created_at} OR (created_at = ${after.created_at} AND id < ${after.id}))`])
+            : [olderThan(sql, after.created_at, after.id)])
         ])
       } ORDER BY created_at DESC, id DESC LIMIT ${query.limit + 1}`
       return { data: rows.slice(0, query.limit).map(eventOf), hasMore: rows.length > query.limit }

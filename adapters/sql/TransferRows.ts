@@ -4,9 +4,9 @@ import type { CardBrand } from "../../core/payments/Card.ts"
 import type { CardErrorCode } from "../../core/payments/CardNetwork.ts"
 import type { CurrencyCode } from "../../core/payments/Currency.ts"
 import { KeptAnswer, type KeyRecord, type RequestHash } from "../../core/payments/Idempotency.ts"
+import type { BalanceChange } from "../../core/payments/Ledger.ts"
 import type { RefundId } from "../../core/payments/Refund.ts"
 import {
-  BalanceStatuses,
   type ClientId,
   type Reference,
   Transfer,
@@ -14,7 +14,7 @@ import {
   type TransferStatus
 } from "../../core/payments/Transfer.ts"
 import type { TransferStorageShape } from "../../core/payments/TransferStorage.ts"
-import { millisOf, sqlStrings } from "./Dialect.ts"
+import { millisOf, olderThan } from "./Dialect.ts"
 
 // Rows of the transfer tables and their mapping to the domain, shared by the SQLite, PostgreSQL and MariaDB stores.
 
@@ -177,19 +177,19 @@ export const listTransfers = (sql: SqlClient, columns: string): TransferStorageS
         sql`client_id = ${client}`,
         ...(query.reference === undefined ? [] : [sql`reference = ${query.reference}`]),
         ...(after !== undefined
-          ? [sql`(created_at < ${after.created_at} OR (created_at = ${after.created_at} AND id < ${after.id}))`]
+          ? [olderThan(sql, after.created_at, after.id)]
           : [])
       ])
     } ORDER BY created_at DESC, id DESC LIMIT ${query.limit + 1}`
     return { data: rows.slice(0, query.limit).map(toTransfer), hasMore: rows.length > query.limit }
   }).pipe(Effect.orDie)
 
-// A client's balance per merchant and currency, summed by the database in integers and read back as text: exact
-// for any total, never a float. SQLite's and MariaDB's text (`?` parameters).
-export const Balance = `SELECT recipient_merchant_id AS merchant_id, currency,
-  CAST(SUM(amount - amount_refunded) AS TEXT) AS total
-  FROM transfers WHERE client_id = ? AND status IN (${sqlStrings(BalanceStatuses)})
-  GROUP BY recipient_merchant_id, currency ORDER BY recipient_merchant_id, currency`
+// A client's balances as kept (addToBalance), read back as text: exact for any total, never a float. SQLite's
+// and MariaDB's text (`?` parameters); PostgreSQL's has `$1`.
+export const Balance = `SELECT merchant_id, currency, CAST(amount AS TEXT) AS total FROM balances
+  WHERE client_id = ? ORDER BY merchant_id, currency`
+// A balance change as the parameters (client_id, merchant_id, currency, amount) of an upsert that adds it.
+export const balanceParams = (c: BalanceChange) => [c.clientId, c.merchantId, c.currency, c.amount] as const
 export interface BalanceRow {
   readonly merchant_id: string
   readonly currency: string

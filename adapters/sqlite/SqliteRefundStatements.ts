@@ -20,7 +20,7 @@ const refundByKey = selectRefund("client_id = ? AND idempotency_key = ? ORDER BY
 const listOf = (after: boolean) =>
   selectRefund(
     `client_id = ? AND transfer_id = ?${
-      after ? " AND (created_at < ? OR (created_at = ? AND id < ?))" : ""
+      after ? " AND created_at <= ? AND (created_at < ? OR id < ?)" : ""
     } ORDER BY created_at DESC, id DESC LIMIT ?`
   )
 const lists = [listOf(false), listOf(true)]

@@ -6,6 +6,7 @@ import { sqliteEventStatements } from "../sql/EventRows.ts"
 import {
   answerColumns,
   Balance,
+  balanceParams,
   type BalanceRow,
   KeyColumns,
   type KeyRow,
@@ -32,7 +33,7 @@ const byReference = selectTransfer("client_id = ? AND reference = ?")
 const listOf = (reference: boolean, after: boolean) =>
   selectTransfer(
     `client_id = ?${reference ? " AND reference = ?" : ""}${
-      after ? " AND (created_at < ? OR (created_at = ? AND id < ?))" : ""
+      after ? " AND created_at <= ? AND (created_at < ? OR id < ?)" : ""
     } ORDER BY created_at DESC, id DESC LIMIT ?`
   )
 const lists = [listOf(false, false), listOf(false, true), listOf(true, false), listOf(true, true)]
@@ -55,6 +56,11 @@ const unsettled = `SELECT ${TransferColumns}, reconcile_attempts FROM transfers
   WHERE ${unsettledCondition(UnsettledTransfers, "?")}
     AND (reconcile_at IS NULL OR reconcile_at <= ?)
   ORDER BY created_at LIMIT ?`
+// A balance is decimal text, added in bigint: SQLite's integers would turn into floats past 2^63. The read and
+// the write are one step under the write lock.
+const balanceAmount = `SELECT amount FROM balances WHERE client_id = ? AND merchant_id = ? AND currency = ?`
+const writeBalance = `INSERT INTO balances (client_id, merchant_id, currency, amount) VALUES (?, ?, ?, ?)
+  ON CONFLICT (client_id, merchant_id, currency) DO UPDATE SET amount = excluded.amount`
 let insertTransfer: string | undefined
 const insertTransferOf = (row: Record<string, unknown>) =>
   insertTransfer ??= `INSERT INTO transfers (${Object.keys(row).join(", ")}) VALUES (${
@@ -79,7 +85,12 @@ const statements: Statements<TransferTx> = {
   referenceHolder: (db, client, reference) =>
     Option.map(Option.fromNullable(db.get<{ id: TransferId }>(holder, [client, reference])), (r) => r.id),
   updateOutcome: (db, t, from) => db.run(updates[from.length - 1]!, [...outcomeRow(t, identity), t.id, ...from]) > 0,
-  deleteTransfer: (db, id, status) => void db.run(`DELETE FROM transfers WHERE id = ? AND status = ?`, [id, status])
+  deleteTransfer: (db, id, status) => void db.run(`DELETE FROM transfers WHERE id = ? AND status = ?`, [id, status]),
+  addToBalance: (db, change) => {
+    const [client, merchant, currency, amount] = balanceParams(change)
+    const kept = db.get<{ amount: string }>(balanceAmount, [client, merchant, currency])
+    db.run(writeBalance, [client, merchant, currency, String((kept === undefined ? 0n : BigInt(kept.amount)) + amount)])
+  }
 }
 
 export const layer = Layer.effect(

@@ -4,6 +4,7 @@ import { emit, newEvent } from "../webhooks/Events.ts"
 import { EventViews } from "../webhooks/EventViews.ts"
 import type { EventId } from "../webhooks/Webhooks.ts"
 import { IdempotencyStart, KeptAnswer, type KeyClaim, type NotStarted } from "./Idempotency.ts"
+import { balanceChange } from "./Ledger.ts"
 import {
   decideRefund,
   keyAnswersWith,
@@ -15,7 +16,7 @@ import {
   type RefundRefused,
   type RefundStatus
 } from "./Refund.ts"
-import type { ClientId, Transfer, TransferId } from "./Transfer.ts"
+import { type ClientId, Transfer, type TransferId } from "./Transfer.ts"
 import { TransferStorage, type TransferStorageShape, type TransferTx } from "./TransferStorage.ts"
 import { startKey } from "./TransferStore.ts"
 
@@ -64,11 +65,16 @@ export const make = Effect.gen(function*() {
   const storage = yield* TransferStorage
   const views = yield* EventViews
 
-  // Moves a transfer read under its lock by `delta`: the write is conditional on the amount it read.
+  // Moves a transfer read under its lock by `delta`: the write is conditional on the amount it read, and its
+  // balance moves with it in the same transaction.
   const shift = (tx: TransferTx, t: Transfer, delta: bigint) =>
     Effect.flatMap(
       tx.updateRefunded(t.id, t.amountRefunded, t.amountRefunded + delta),
-      (done) => done ? Effect.void : Effect.dieMessage(`transfer ${t.id} changed under its lock`)
+      (done) => {
+        if (!done) return Effect.dieMessage(`transfer ${t.id} changed under its lock`)
+        const change = balanceChange(t, new Transfer({ ...t, amountRefunded: t.amountRefunded + delta }, true))
+        return change === undefined ? Effect.void : tx.addToBalance(change)
+      }
     )
   // Moves the refund's transfer's amount refunded by `delta`, under its lock.
   const moveRefunded = (tx: TransferTx, refund: Refund, delta: bigint) =>

@@ -158,7 +158,7 @@ export const unsettledRule = <S extends string>(
 export const UnsettledTransfers = unsettledRule<TransferStatus>({ anyAge: ["unknown"], afterLease: ["pending"] })
 export const unsettledStatuses = UnsettledTransfers.all
 
-// The transfers a client's balance sums (net of their amount refunded).
+// The transfers that count in their client's balance, net of their amount refunded (balanceShare in Ledger.ts).
 export const BalanceStatuses: ReadonlyArray<TransferStatus> = ["approved"]
 
 export class InvalidTransfer extends Schema.TaggedError<InvalidTransfer>()("InvalidTransfer", {

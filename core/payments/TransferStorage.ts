@@ -1,6 +1,7 @@
 import { Context, type DateTime, type Effect, type Option } from "effect"
 import type { Audience, EventTx, NewEvent } from "../webhooks/Events.ts"
 import type { IdempotencyKey, KeptAnswer, KeyClaim, KeyRecord, RequestHash } from "./Idempotency.ts"
+import type { BalanceChange } from "./Ledger.ts"
 import type { Refund, RefundId, RefundStatus } from "./Refund.ts"
 import type { ClientId, Reference, Transfer, TransferId, TransferStatus } from "./Transfer.ts"
 import type { ApiClient, Balance, Unsettled } from "./TransferStore.ts"
@@ -55,6 +56,9 @@ export interface TransferWrites {
   readonly lockTransfer: (client: ClientId, id: TransferId) => Effect.Effect<Option.Option<Transfer>>
   // Writes the transfer's amount refunded as `to` if it is `from`; true if it did.
   readonly updateRefunded: (id: TransferId, from: bigint, to: bigint) => Effect.Effect<boolean>
+  // Adds the change's amount to the client's balance for its merchant and currency, made at 0 if it has none
+  // (one upsert: concurrent first changes of one balance both count).
+  readonly addToBalance: (change: BalanceChange) => Effect.Effect<void>
 }
 
 // Refunds, in the transaction (under their transfer's lock).
@@ -79,12 +83,14 @@ export interface EventWrite {
 }
 
 // A settle's writes as core decided them: the outcome onto the transfer if its stored status is one of `from`;
-// only if that changed it, the event with a delivery for each endpoint of its audience; then TransferMade(transfer) as
-// the answer of `key` if it has none, or of every unanswered key of the client with request hash `waiting`.
+// only if that changed it, the event with a delivery for each endpoint of its audience and the balance change;
+// then TransferMade(transfer) as the answer of `key` if it has none, or of every unanswered key of the client with
+// request hash `waiting`.
 export interface SettleWrites {
   readonly transfer: Transfer
   readonly from: ReadonlyArray<TransferStatus>
   readonly event?: EventWrite
+  readonly balance?: BalanceChange
   readonly answer?: { readonly key: IdempotencyKey } | { readonly waiting: RequestHash }
 }
 
@@ -93,8 +99,8 @@ export interface SettleWrites {
 // more; without them core runs the operations themselves. PostgreSQL has them (a transaction costs it a round trip
 // a statement); test/storage/CombinedEquivalence.test.ts holds them to core's composition.
 export interface CombinedOperations {
-  // updateOutcome, then insertEvent if it changed the transfer, then keepAnswer or answerWaitingKeys; true if
-  // the outcome was written.
+  // updateOutcome, then insertEvent and addToBalance if it changed the transfer, then keepAnswer or
+  // answerWaitingKeys; true if the outcome was written.
   readonly settle: (writes: SettleWrites) => Effect.Effect<boolean>
   // insertKey (started at the transfer's created time), then insertTransfer if the key was inserted.
   readonly insertKeyAndTransfer: (
@@ -130,8 +136,8 @@ export interface TransferOperations {
     client: ClientId,
     query: { readonly reference?: Reference; readonly limit: number; readonly startingAfter?: TransferId }
   ) => Effect.Effect<{ readonly data: ReadonlyArray<Transfer>; readonly hasMore: boolean }>
-  // Sums of the transfers in BalanceStatuses, net of their amount refunded, per recipient merchant and
-  // currency, exact, ordered by both.
+  // The client's balances as addToBalance kept them, per recipient merchant and currency, exact, ordered by
+  // both: one row each, never a sum over transfers.
   readonly balance: (client: ClientId) => Effect.Effect<ReadonlyArray<Balance>>
   // Leases up to `limit` transfers, oldest first, until `leaseUntil`: those UnsettledTransfers takes (the
   // `afterLease` ones created at or before `pendingBefore`), whose lease is unset or over at `now`. Concurrent callers never get

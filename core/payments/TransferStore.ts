@@ -12,6 +12,7 @@ import {
   type KeyClaim,
   type RequestHash
 } from "./Idempotency.ts"
+import { balanceChange } from "./Ledger.ts"
 import {
   answersWaitingKeys,
   type ClientId,
@@ -132,11 +133,12 @@ const insert = (tx: TransferTx, t: Transfer) => insertOr(tx, t, tx.insertTransfe
 // The combined operations as core runs them on a database that has none: the same operations, in one
 // transaction.
 const composed = (storage: TransferStorageShape): CombinedOperations => ({
-  settle: ({ answer, event, from, transfer: t }) =>
+  settle: ({ answer, balance, event, from, transfer: t }) =>
     storage.transact((tx) =>
       Effect.gen(function*() {
         const changed = yield* tx.updateOutcome(t, from)
         if (changed && event !== undefined) yield* emit(tx, event.event, event.audience)
+        if (changed && balance !== undefined) yield* tx.addToBalance(balance)
         if (answer !== undefined && "key" in answer) {
           yield* tx.keepAnswer(t.clientId, answer.key, KeptAnswer.TransferMade({ transferId: t.id }))
         } else if (answer !== undefined) {
@@ -180,15 +182,17 @@ export const make = Effect.gen(function*() {
   }
 
   // Starts the key (if any), then writes the transfer; when it is final, keeps it as the key's answer and
-  // records its event. A taken reference leaves a started key started, for the caller to answer. Without a
-  // key, a reservation is one insert: no transaction of its own; with a new key, one combined operation.
+  // records its event and its balance change. A taken reference leaves a started key started, for the caller to
+  // answer. Without a key, a reservation is one insert: no transaction of its own; with a new key, one combined
+  // operation.
   const write = (t: Transfer, claim: KeyClaim | undefined, final: boolean) =>
     Effect.gen(function*() {
       const event = final ? yield* eventOf(t) : undefined
+      const balance = balanceChange(undefined, t)
       if (claim !== undefined && !final) {
         const first = yield* combined.insertKeyAndTransfer(t, claim)
         if (first.keyInserted) return yield* taken(first.transferInserted ? undefined : yield* insert(storage, t))
-      } else if (claim === undefined && event !== undefined) {
+      } else if (claim === undefined && event !== undefined && balance === undefined) {
         const audience = audienceOf(event)
         return yield* taken(yield* insertOr(storage, t, combined.insertTransferAndEvent(t, { event, audience })))
       }
@@ -204,20 +208,26 @@ export const make = Effect.gen(function*() {
             yield* tx.keepAnswer(t.clientId, claim.key, KeptAnswer.TransferMade({ transferId: t.id }))
           }
           if (event !== undefined) yield* emit(tx, event)
+          if (balance !== undefined) yield* tx.addToBalance(balance)
           return started
         })
-      const written = claim === undefined && event === undefined ? yield* work(storage) : yield* storage.transact(work)
+      const written = claim === undefined && event === undefined && balance === undefined
+        ? yield* work(storage)
+        : yield* storage.transact(work)
       return typeof written === "string" ? yield* taken(written) : written
     })
 
   const settle: TransferStoreShape["settle"] = (t, key) =>
     Effect.gen(function*() {
       const event = yield* eventOf(t)
+      const balance = balanceChange(undefined, t)
       yield* combined.settle({
         transfer: t,
         from: unsettledStatuses,
-        // Written only with a change this call made: a late request or a second reconciler writes no event.
+        // Written only with a change this call made: a late request or a second reconciler writes no event and
+        // moves no balance. An unsettled transfer counts nothing (BalanceStatuses has no unsettled status).
         ...(event === undefined ? {} : { event: { event, audience: audienceOf(event) } }),
+        ...(balance === undefined ? {} : { balance }),
         ...(key !== undefined
           ? { answer: { key } }
           : answersWaitingKeys(t)

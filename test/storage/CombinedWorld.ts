@@ -65,7 +65,7 @@ const formOf = <S extends { readonly combined?: unknown }>(port: S, form: Form):
   return composed as S
 }
 
-const steppedStorage = (stepper: Stepper, form: Form) =>
+export const steppedStorage = (stepper: Stepper, form: Form) =>
   Layer.merge(
     Layer.effect(
       TransferStorage,
@@ -138,6 +138,7 @@ export const sqlAdapters = <C>(
 const tables: ReadonlyArray<Table> = [
   "api_clients",
   "transfers",
+  "balances",
   "idempotency_keys",
   "events",
   "webhook_endpoints",

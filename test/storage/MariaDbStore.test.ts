@@ -62,6 +62,7 @@ const tables = [
   "idempotency_keys",
   "refunds",
   "transfers",
+  "balances",
   "api_clients",
   "rate_limits",
   "service_secrets"

@@ -3,20 +3,13 @@
 // dropped afterwards. Skipped, with the reason in the title, when POSTGRES_TESTS=off or no server answers.
 import { SqlClient } from "@effect/sql/SqlClient"
 import { assert, describe, layer } from "@effect/vitest"
-import { Context, DateTime, Effect, Layer, Option, Redacted } from "effect"
-import { layer as PgClientLayer } from "../../adapters/postgres/PgClient.ts"
+import { Context, DateTime, Effect, Layer, Option } from "effect"
 import { layer as PgRateLimiterStore } from "../../adapters/postgres/PgRateLimiterStore.ts"
-import { layer as PgSubscriptionStore } from "../../adapters/postgres/PgSubscriptionStore.ts"
-import { layer as PgTransferStore } from "../../adapters/postgres/PgTransferStore.ts"
-import { layer as PgWebhookStore } from "../../adapters/postgres/PgWebhookStore.ts"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
-import { EventViewsLive } from "../../apps/http/webhooks/EventViewsLive.ts"
-import { RefundStore } from "../../core/payments/RefundStore.ts"
 import { ClientId, TransferId } from "../../core/payments/Transfer.ts"
 import { TransferStore } from "../../core/payments/TransferStore.ts"
-import { storesOver } from "../../core/shared/Stores.ts"
-import { SubscriptionStore } from "../../core/subscriptions/SubscriptionStore.ts"
-import { createTestDatabase, postgresEnabled, postgresSkipReason } from "../support/Postgres.ts"
+import { postgresEnabled, postgresSkipReason } from "../support/Postgres.ts"
+import { pgClient, pgStoresOn, tempDatabase, tempPgStores, tempPgWebhookStores } from "./PgStores.ts"
 import { rateLimiterStoreContract } from "./RateLimiterStore.contract.ts"
 import { withSqlRawRows } from "./RawRows.ts"
 import { refundStoreContract } from "./RefundStore.contract.ts"
@@ -25,46 +18,13 @@ import { transferStoreContract } from "./TransferStore.contract.ts"
 import { transfer, twoPoolsSuite } from "./TwoPools.ts"
 import { webhookStoreContract } from "./WebhookStore.contract.ts"
 
-// A new database that lives as long as the scope (dropped with FORCE, so a pool still open cannot keep it).
-const tempDatabase = Effect.acquireRelease(
-  Effect.promise(() => createTestDatabase()),
-  (database) => Effect.promise(() => database.drop())
-)
-
-// A pool on `url` as the app makes it (adapters/postgres/PgClient.ts: one pg Pool behind @effect/sql-pg and
-// PgDirect).
-const pgClient = (url: string) => PgClientLayer(Redacted.make(url))
-
-// The storage adapters over their own pool on `url`, migrations run first (a second pool finds them done).
-const pgStoresOn = (url: string): Layer.Layer<SubscriptionStore | TransferStore | RefundStore | SqlClient, unknown> =>
-  storesOver(Layer.merge(PgSubscriptionStore, PgTransferStore)).pipe(
-    Layer.provide(EventViewsLive),
-    Layer.provide(Layer.effectDiscard(runMigrations)),
-    Layer.provideMerge(pgClient(url))
-  )
-
-// The storage adapters on a new database.
-const tempPgStores = (): Layer.Layer<SubscriptionStore | TransferStore | RefundStore | SqlClient, unknown> =>
-  Layer.unwrapScoped(Effect.map(tempDatabase, (database) => pgStoresOn(database.url)))
-
 describe.skipIf(!postgresEnabled)(
   `PostgreSQL storage${postgresEnabled ? "" : ` (skipped: ${postgresSkipReason})`}`,
   () => {
     subscriptionStoreContract("PostgreSQL", withSqlRawRows(tempPgStores))
     transferStoreContract("PostgreSQL", withSqlRawRows(tempPgStores))
     refundStoreContract("PostgreSQL", withSqlRawRows(tempPgStores))
-    webhookStoreContract(
-      "PostgreSQL",
-      () =>
-        Layer.unwrapScoped(
-          Effect.map(tempDatabase, (database) =>
-            Layer.merge(storesOver(Layer.merge(PgSubscriptionStore, PgTransferStore)), PgWebhookStore).pipe(
-              Layer.provide(EventViewsLive),
-              Layer.provide(Layer.effectDiscard(runMigrations)),
-              Layer.provide(pgClient(database.url))
-            ))
-        )
-    )
+    webhookStoreContract("PostgreSQL", tempPgWebhookStores)
     rateLimiterStoreContract(
       "PostgreSQL",
       () =>

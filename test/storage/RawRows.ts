@@ -13,6 +13,7 @@ export type Table =
   | "mail_outbox"
   | "subscription_tokens"
   | "refunds"
+  | "balances"
   | "events"
   | "webhook_endpoints"
   | "webhook_deliveries"
@@ -58,6 +59,7 @@ const tableOf: Record<Table, (t: Tables) => Map<unknown, unknown>> = {
   mail_outbox: (t) => t.outbox,
   subscription_tokens: (t) => t.tokens,
   refunds: (t) => t.refunds,
+  balances: (t) => t.balances,
   events: (t) => t.events,
   webhook_endpoints: (t) => t.endpoints,
   webhook_deliveries: (t) => t.deliveries

@@ -534,6 +534,25 @@ export const refundStoreContract = (
           assert.deepStrictEqual(yield* balance, [1200n])
         })))
 
+      it.effect("a cancelled refund gives its amount back to the balance; racing refunds leave what they left", () =>
+        run(Effect.gen(function*() {
+          const refunds = yield* RefundStore
+          const store = yield* TransferStore
+          const { client, transfer: t } = yield* setUp()
+          const balance = Effect.map(store.balance(client), (rows) => rows.map((r) => r.amount))
+          const one = yield* opened(request(t, "cancelled", "4.00"))
+          assert.deepStrictEqual(yield* balance, [600n])
+          yield* refunds.cancel(one)
+          yield* refunds.cancel(one)
+          assert.deepStrictEqual(yield* balance, [1000n])
+          const openings = yield* Effect.all(
+            Array.from({ length: 20 }, (_, i) => open(request(t, `balance${i}`, `${(i % 3) + 1}.00`))),
+            { concurrency: "unbounded" }
+          )
+          const made = openings.flatMap((o) => (o._tag === "Opened" ? [o.refund.amount] : []))
+          assert.deepStrictEqual(yield* balance, [1000n - made.reduce((x, y) => x + y, 0n)])
+        })))
+
       it.effect("20 refunds racing on one transfer never together exceed its amount", () =>
         run(Effect.gen(function*() {
           const { client, transfer: t } = yield* setUp()

@@ -80,6 +80,8 @@ const countIdempotencyKeys = count("idempotency_keys")
 
 const pending = (client: ClientId, label: string, overrides: Partial<TransferFields> = {}) =>
   new Transfer({ ...base(client, label), status: "pending", ...overrides })
+const unknownOf = (client: ClientId, label: string, amount: bigint) =>
+  new Transfer({ ...base(client, label), status: "unknown", amount })
 
 // Records a transfer that is already final, answering it.
 const record = (t: Transfer) => Effect.flatMap(TransferStore, (store) => Effect.as(store.record(t), t))
@@ -903,6 +905,35 @@ export const transferStoreContract = (
           })),
         { timeout: 120_000, fastCheck: { numRuns: 40 } }
       )
+
+      it.effect("is kept as one row per client, merchant and currency, moved by the changes that count", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          for (let i = 0; i < 5; i++) yield* store.record(approved(client, `kept${i}`, { amount: 100n }))
+          yield* store.record(declined(client, "keptdeclined", { amount: 7n }))
+          yield* store.reserve(pending(client, "keptpending", { amount: 11n }))
+          yield* store.settle(unknownOf(client, "keptpending", 11n))
+          assert.strictEqual(yield* count("balances"), 1)
+          yield* store.settle(approved(client, "keptpending", { amount: 11n }))
+          // A late settle of the same transfer changes nothing: it moves nothing either.
+          yield* store.settle(approved(client, "keptpending", { amount: 11n }))
+          yield* store.record(declined(client, "other", { amount: 3n, currency: EUR }))
+          assert.strictEqual(yield* count("balances"), 1)
+          assert.deepStrictEqual((yield* store.balance(client)).map((r) => r.amount), [511n])
+        })))
+
+      it.effect("20 concurrent settles for one merchant all count, the first of them included", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const client = yield* newClient("a")
+          const labels = Array.from({ length: 20 }, (_, i) => `race${i}`)
+          for (const label of labels) yield* store.reserve(pending(client, label, { amount: 3n }))
+          yield* Effect.all(labels.map((label) => store.settle(approved(client, label, { amount: 3n }))), {
+            concurrency: "unbounded"
+          })
+          assert.deepStrictEqual((yield* store.balance(client)).map((r) => r.amount), [60n])
+        })))
 
       it.effect("a sum above 2^53 is exact", () =>
         run(Effect.gen(function*() {
