@@ -132,6 +132,9 @@ export const layer = Layer.effect(
           const after = all.find((x) => x.id === query.startingAfter)
           const rows = all.filter((x) =>
             (query.reference === undefined || x.reference === query.reference) &&
+            (query.status === undefined || x.status === query.status) &&
+            (query.createdFrom === undefined || millis(x.createdAt) >= millis(query.createdFrom)) &&
+            (query.createdBefore === undefined || millis(x.createdAt) < millis(query.createdBefore)) &&
             (after === undefined || newestFirst<Transfer>((y) => y.createdAt)(after, x) < 0)
           ).slice(0, query.limit + 1)
           return { data: rows.slice(0, query.limit), hasMore: rows.length > query.limit }

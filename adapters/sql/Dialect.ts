@@ -47,6 +47,10 @@ export const olderThan = (sql: SqlClient, createdAt: unknown, id: string) =>
     orElse: () => sql`created_at <= ${createdAt} AND (created_at < ${createdAt} OR id < ${id})`
   })
 
+// A time as the dialect's parameter, where a statement is built on the client (Dialect's `time`, without it).
+export const timeOf = (sql: SqlClient, ms: number): number | Date =>
+  sql.onDialectOrElse({ pg: () => new Date(ms), orElse: () => ms })
+
 // A time column or aggregate as read back: a Date from PostgreSQL, a number from SQLite and MariaDB.
 export const millisOf = (value: unknown): number => (value instanceof Date ? value.getTime() : Number(value))
 

@@ -6,6 +6,7 @@ import { Dialect } from "./Dialect.ts"
 import { m0011_indexes } from "./IndexMigration.ts"
 import { m0009_refunds } from "./RefundMigration.ts"
 import { m0012_console_sessions } from "./SessionMigration.ts"
+import { m0013_transfer_filters } from "./TransferFilterMigration.ts"
 
 // One list for every database the service runs on; adapters/sql/Dialect.ts holds the few words that differ.
 const m0001_subscriptions = Effect.gen(function*() {
@@ -309,7 +310,8 @@ export const migrations = Migrator.fromRecord({
   "0009_refunds": m0009_refunds,
   "0010_balances": m0010_balances,
   "0011_indexes": m0011_indexes,
-  "0012_console_sessions": m0012_console_sessions
+  "0012_console_sessions": m0012_console_sessions,
+  "0013_transfer_filters": m0013_transfer_filters
 })
 
 const migrate = Migrator.make({})({ loader: migrations })

@@ -14,7 +14,7 @@ import {
   type TransferStatus
 } from "../../core/payments/Transfer.ts"
 import type { TransferStorageShape } from "../../core/payments/TransferStorage.ts"
-import { millisOf, olderThan } from "./Dialect.ts"
+import { millisOf, olderThan, timeOf } from "./Dialect.ts"
 
 // Rows of the transfer tables and their mapping to the domain, shared by the SQLite, PostgreSQL and MariaDB stores.
 
@@ -170,12 +170,16 @@ export const answerColumns = (answer: KeptAnswer) =>
 // MariaDB stores' `list` (SQLite's is a prepared statement on its direct path), with each database's columns.
 export const listTransfers = (sql: SqlClient, columns: string): TransferStorageShape["list"] => (client, query) =>
   Effect.gen(function*() {
+    const time = (t: DateTime.Utc) => timeOf(sql, millis(t))
     const [after] = query.startingAfter === undefined ? [] : yield* sql<{ created_at: unknown; id: string }>`
       SELECT created_at, id FROM transfers WHERE client_id = ${client} AND id = ${query.startingAfter}`
     const rows = yield* sql<TransferRow>`SELECT ${sql.literal(columns)} FROM transfers WHERE ${
       sql.and([
         sql`client_id = ${client}`,
         ...(query.reference === undefined ? [] : [sql`reference = ${query.reference}`]),
+        ...(query.status === undefined ? [] : [sql`status = ${query.status}`]),
+        ...(query.createdFrom === undefined ? [] : [sql`created_at >= ${time(query.createdFrom)}`]),
+        ...(query.createdBefore === undefined ? [] : [sql`created_at < ${time(query.createdBefore)}`]),
         ...(after !== undefined
           ? [olderThan(sql, after.created_at, after.id)]
           : [])

@@ -30,13 +30,28 @@ const identity = (ms: number) => ms
 const selectTransfer = (where: string) => `SELECT ${TransferColumns} FROM transfers WHERE ${where}`
 const byId = selectTransfer("client_id = ? AND id = ?")
 const byReference = selectTransfer("client_id = ? AND reference = ?")
-const listOf = (reference: boolean, after: boolean) =>
-  selectTransfer(
-    `client_id = ?${reference ? " AND reference = ?" : ""}${
-      after ? " AND created_at <= ? AND (created_at < ? OR id < ?)" : ""
-    } ORDER BY created_at DESC, id DESC LIMIT ?`
-  )
-const lists = [listOf(false, false), listOf(false, true), listOf(true, false), listOf(true, true)]
+// A list's conditions after client_id, each with its parameters when its filter is given; the text of every
+// combination is made once, on first use. The created range, the cursor's time included, is one BETWEEN: without
+// statistics, SQLite then takes the (client_id, status, created_at, id) index for a status in a range, where two
+// inequalities would have it read the range of every status.
+const listFilters = [
+  " AND reference = ?",
+  " AND status = ?",
+  " AND created_at BETWEEN ? AND ?",
+  " AND (created_at < ? OR id < ?)"
+]
+const lists = new Map<string, string>()
+const listOf = (given: ReadonlyArray<boolean>) => {
+  const key = given.map(Number).join("")
+  let text = lists.get(key)
+  if (text === undefined) {
+    text = selectTransfer(
+      `client_id = ?${listFilters.filter((_, i) => given[i]).join("")} ORDER BY created_at DESC, id DESC LIMIT ?`
+    )
+    lists.set(key, text)
+  }
+  return text
+}
 const keyRow = `SELECT ${KeyColumns} FROM idempotency_keys WHERE client_id = ? AND idempotency_key = ?`
 const insertKey = `INSERT INTO idempotency_keys (client_id, idempotency_key, request_hash, request_id, started_at)
   VALUES (?, ?, ?, ?, ?) ON CONFLICT (client_id, idempotency_key) DO NOTHING`
@@ -139,11 +154,22 @@ export const layer = Layer.effect(
               `SELECT created_at, id FROM transfers WHERE client_id = ? AND id = ?`,
               [client, query.startingAfter]
             )
-          const sql = lists[(query.reference === undefined ? 0 : 2) + (after === undefined ? 0 : 1)]!
-          const rows = db.all<TransferRow>(sql, [
+          const from = query.createdFrom === undefined ? undefined : millis(query.createdFrom)
+          const last = Math.min(
+            query.createdBefore === undefined ? Infinity : millis(query.createdBefore) - 1,
+            after === undefined ? Infinity : after.created_at
+          )
+          const filters = [
+            query.reference === undefined ? [] : [query.reference],
+            query.status === undefined ? [] : [query.status],
+            from === undefined && last === Infinity
+              ? []
+              : [from ?? Number.MIN_SAFE_INTEGER, last === Infinity ? Number.MAX_SAFE_INTEGER : last],
+            after === undefined ? [] : [after.created_at, after.id]
+          ]
+          const rows = db.all<TransferRow>(listOf(filters.map((f) => f.length > 0)), [
             client,
-            ...(query.reference === undefined ? [] : [query.reference]),
-            ...(after === undefined ? [] : [after.created_at, after.created_at, after.id]),
+            ...filters.flat(),
             query.limit + 1
           ])
           return { data: rows.slice(0, query.limit).map(toTransfer), hasMore: rows.length > query.limit }

@@ -126,15 +126,26 @@ export interface KeyOperations {
   readonly pruneKeys: (before: DateTime.Utc, limit: number) => Effect.Effect<number>
 }
 
+// A page of a client's transfers: those with this reference or status, made at or after `createdFrom` and
+// before `createdBefore`, as one indexed read.
+export interface TransferQuery {
+  readonly reference?: Reference
+  readonly status?: TransferStatus
+  readonly createdFrom?: DateTime.Utc
+  readonly createdBefore?: DateTime.Utc
+  readonly limit: number
+  readonly startingAfter?: TransferId
+}
+
 // Transfers, each read or write a transaction of its own.
 export interface TransferOperations {
   readonly get: (client: ClientId, id: TransferId) => Effect.Effect<Option.Option<Transfer>>
   readonly byReference: (client: ClientId, reference: Reference) => Effect.Effect<Option.Option<Transfer>>
-  // Newest first by created time, then id: those after `startingAfter` (of this client), at most limit + 1
-  // read, so `hasMore` says whether more follow.
+  // Newest first by created time, then id: those that match every filter given and come after `startingAfter`
+  // (of this client), at most limit + 1 read, so `hasMore` says whether more follow.
   readonly list: (
     client: ClientId,
-    query: { readonly reference?: Reference; readonly limit: number; readonly startingAfter?: TransferId }
+    query: TransferQuery
   ) => Effect.Effect<{ readonly data: ReadonlyArray<Transfer>; readonly hasMore: boolean }>
   // The client's balances as addToBalance kept them, per recipient merchant and currency, exact, ordered by
   // both: one row each, never a sum over transfers.

@@ -13,8 +13,16 @@ import {
   type KeyClaim,
   RequestHash
 } from "../../core/payments/Idempotency.ts"
-import { ClientId, DuplicateReference, Reference, Transfer, TransferId } from "../../core/payments/Transfer.ts"
+import {
+  ClientId,
+  DuplicateReference,
+  Reference,
+  Transfer,
+  TransferId,
+  type TransferStatus
+} from "../../core/payments/Transfer.ts"
 import { randomId } from "../../core/payments/Transfers.ts"
+import type { TransferQuery } from "../../core/payments/TransferStorage.ts"
 import { TransferStore } from "../../core/payments/TransferStore.ts"
 import { count, RawRows } from "./RawRows.ts"
 
@@ -826,6 +834,126 @@ export const transferStoreContract = (
           // The filter and a cursor together: nothing after the only match.
           const after = yield* store.list(a, { reference: ref("a2"), limit: 10, startingAfter: transferId("a2") })
           assert.deepStrictEqual(after.data, [])
+        })))
+
+      // Follows the pages of a listing as a client would, at each page size: every page at most the size, a page
+      // that offers more is full, and the pages together are `expected`, each once, newest first.
+      const walk = (
+        client: ClientId,
+        query: Omit<TransferQuery, "limit" | "startingAfter">,
+        expected: ReadonlyArray<TransferId>
+      ) =>
+        Effect.gen(function*() {
+          const store = yield* TransferStore
+          for (const limit of [1, 2, 3, 5, 100]) {
+            const walked: Array<TransferId> = []
+            let cursor: TransferId | undefined
+            for (let pages = 1;; pages++) {
+              assert.isAtMost(pages, 60, "the walk does not end")
+              const page = yield* store.list(client, {
+                ...query,
+                limit,
+                ...(cursor === undefined ? {} : { startingAfter: cursor })
+              })
+              assert.isAtMost(page.data.length, limit)
+              walked.push(...page.data.map((t) => t.id))
+              if (!page.hasMore) break
+              assert.lengthOf(page.data, limit, `a page with has_more is full (limit ${limit})`)
+              cursor = page.data[page.data.length - 1]!.id
+            }
+            assert.deepStrictEqual(walked, expected, `walk at limit ${limit}`)
+          }
+        })
+
+      // Client a's transfers, one a millisecond apart and three sharing each millisecond, in every status; b's
+      // alike, so that a filter that forgot the client would show them.
+      const statusOf = (i: number): TransferStatus =>
+        (["approved", "declined", "pending", "approved", "unknown"] as const)[i % 5]!
+      const seedStatuses = (a: ClientId, b: ClientId) =>
+        Effect.gen(function*() {
+          const store = yield* TransferStore
+          const made: Array<{ id: TransferId; label: string; status: TransferStatus; ms: number }> = []
+          for (let i = 0; i < 24; i++) {
+            for (const [client, label] of [[a, `a${i}`], [b, `b${i}`]] as const) {
+              const status = statusOf(i)
+              const fields = { createdAt: at(Math.floor(i / 3)) }
+              const t = status === "approved"
+                ? approved(client, label, fields)
+                : status === "declined"
+                ? declined(client, label, fields)
+                : pending(client, label, fields)
+              if (status === "approved" || status === "declined") yield* store.record(t)
+              else yield* store.reserve(t)
+              if (status === "unknown") yield* store.settle(new Transfer({ ...t, status: "unknown" }))
+              if (client === a) made.push({ id: t.id, label, status, ms: Math.floor(i / 3) })
+            }
+          }
+          const newest = (yield* store.list(a, { limit: 100 })).data.map((t) => t.id)
+          assert.sameMembers(newest, made.map((m) => m.id))
+          return newest.map((id) => made.find((m) => m.id === id)!)
+        })
+
+      it.effect("the status filter lists every transfer of that status once, newest first, page by page", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const a = yield* newClient("a")
+          const b = yield* newClient("b")
+          const made = yield* seedStatuses(a, b)
+          for (const status of ["approved", "declined", "pending", "unknown"] as const) {
+            const expected = made.filter((m) => m.status === status).map((m) => m.id)
+            assert.isNotEmpty(expected)
+            yield* walk(a, { status }, expected)
+          }
+          assert.deepStrictEqual((yield* store.list(yield* newClient("c"), { status: "approved", limit: 10 })).data, [])
+        })))
+
+      it.effect("the date range lists those made from createdFrom and before createdBefore, page by page", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const a = yield* newClient("a")
+          const b = yield* newClient("b")
+          const made = yield* seedStatuses(a, b)
+          const within = (from?: number, before?: number) =>
+            made.filter((m) => (from === undefined || m.ms >= from) && (before === undefined || m.ms < before))
+              .map((m) => m.id)
+          // Bounds on a millisecond that several transfers share: the first is included, the second is not.
+          yield* walk(a, { createdFrom: at(2), createdBefore: at(6) }, within(2, 6))
+          assert.lengthOf(within(2, 6), 12)
+          yield* walk(a, { createdFrom: at(5) }, within(5))
+          yield* walk(a, { createdBefore: at(1) }, within(undefined, 1))
+          assert.deepStrictEqual(
+            (yield* store.list(a, { createdFrom: at(3), createdBefore: at(3), limit: 10 })).data,
+            []
+          )
+          assert.deepStrictEqual((yield* store.list(a, { createdFrom: at(8), limit: 10 })).data, [])
+        })))
+
+      it.effect("status, dates and reference combine, and a cursor pages through the combination", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const a = yield* newClient("a")
+          const b = yield* newClient("b")
+          const made = yield* seedStatuses(a, b)
+          for (const status of ["approved", "declined", "pending", "unknown"] as const) {
+            const expected = made.filter((m) => m.status === status && m.ms >= 1 && m.ms < 7).map((m) => m.id)
+            yield* walk(a, { status, createdFrom: at(1), createdBefore: at(7) }, expected)
+          }
+          const one = made.find((m) => m.status === "declined" && m.ms === 3)!
+          const found = yield* store.list(a, {
+            reference: ref(one.label),
+            status: "declined",
+            createdFrom: at(3),
+            limit: 10
+          })
+          assert.deepStrictEqual(found.data.map((t) => t.id), [one.id])
+          assert.deepStrictEqual(
+            (yield* store.list(a, { reference: ref(one.label), status: "approved", limit: 10 })).data,
+            []
+          )
+          assert.deepStrictEqual(
+            (yield* store.list(a, { reference: ref(one.label), createdFrom: at(4), limit: 10 })).data,
+            []
+          )
         })))
 
       it.effect("other clients' transfers never appear, whatever the cursor", () =>
