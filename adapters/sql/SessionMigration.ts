@@ -11,6 +11,7 @@ export const m0012_console_sessions = Effect.gen(function*() {
     id_hash ${T.key} PRIMARY KEY,
     role ${T.key} NOT NULL,
     client_id ${T.key} REFERENCES api_clients (id),
+    admin_key_hash ${T.key},
     csrf_token TEXT NOT NULL,
     created_at ${T.time} NOT NULL,
     last_seen_at ${T.time} NOT NULL

@@ -9,6 +9,7 @@ interface Row {
   readonly id_hash: string
   readonly role: string
   readonly client_id: string | null
+  readonly admin_key_hash: string | null
   readonly csrf_token: string
   readonly created_at: unknown
   readonly last_seen_at: unknown
@@ -19,6 +20,7 @@ const sessionOf = (row: Row) =>
     idHash: row.id_hash as SessionIdHash,
     role: row.role as SessionRole,
     ...(row.client_id === null ? {} : { clientId: row.client_id as ClientId }),
+    ...(row.admin_key_hash === null ? {} : { adminKeyHash: row.admin_key_hash }),
     csrfToken: row.csrf_token,
     createdAt: DateTime.unsafeMake(millisOf(row.created_at)),
     lastSeenAt: DateTime.unsafeMake(millisOf(row.last_seen_at))
@@ -40,12 +42,13 @@ export const layer = Layer.effect(
     ) => Effect.flatMap(count, (rows) => Effect.as(remove, Number(rows[0]?.n ?? 0))).pipe(Effect.orDie)
     return SessionStore.of({
       insert: (s) =>
-        sql`INSERT INTO console_sessions (id_hash, role, client_id, csrf_token, created_at, last_seen_at)
-          VALUES (${s.idHash}, ${s.role}, ${s.clientId ?? null}, ${s.csrfToken}, ${at(s.createdAt)}, ${
-          at(s.lastSeenAt)
-        })`.pipe(Effect.asVoid, Effect.orDie),
+        sql`INSERT INTO console_sessions
+          (id_hash, role, client_id, admin_key_hash, csrf_token, created_at, last_seen_at)
+          VALUES (${s.idHash}, ${s.role}, ${s.clientId ?? null}, ${s.adminKeyHash ?? null}, ${s.csrfToken}, ${
+          at(s.createdAt)
+        }, ${at(s.lastSeenAt)})`.pipe(Effect.asVoid, Effect.orDie),
       find: (idHash) =>
-        sql<Row>`SELECT id_hash, role, client_id, csrf_token, created_at, last_seen_at
+        sql<Row>`SELECT id_hash, role, client_id, admin_key_hash, csrf_token, created_at, last_seen_at
           FROM console_sessions WHERE id_hash = ${idHash}`.pipe(
           Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), sessionOf)),
           Effect.orDie

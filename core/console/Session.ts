@@ -14,6 +14,9 @@ export class Session extends Schema.Class<Session>("Session")({
   role: SessionRole,
   // The merchant's client; none for the list owner.
   clientId: Schema.optional(ClientId),
+  // The list owner's: the hash of the admin key signed in with (kept as API keys are, by hash), so that a
+  // changed ADMIN_API_KEY ends the sessions of the old one.
+  adminKeyHash: Schema.optional(Schema.String),
   // Every form of the session carries it; a post without it is refused.
   csrfToken: Schema.String,
   createdAt: Schema.DateTimeUtcFromSelf,

@@ -17,10 +17,13 @@ export class Sessions extends Effect.Service<Sessions>()("Sessions", {
     const hashOf = (id: string) => tokens.hash(id) as string as SessionIdHash
     const idle = (session: Session, now: DateTime.Utc) =>
       DateTime.greaterThanOrEqualTo(now, DateTime.addDuration(session.lastSeenAt, settings.idleTimeout))
+    // A list owner's session opened with another admin key than today's has ended.
+    const keyChanged = (session: Session) =>
+      session.role === "admin" && !Option.exists(settings.adminKeyHash, (hash) => hash === session.adminKeyHash)
 
     const whoIs = (key: Redacted.Redacted<string>) =>
       Option.contains(settings.adminKeyHash, tokens.hash(Redacted.value(key)))
-        ? Effect.succeed({ role: "admin" as const })
+        ? Effect.succeed({ role: "admin" as const, adminKeyHash: tokens.hash(Redacted.value(key)) as string })
         : Effect.flatMap(clients.authenticate(key), (client) =>
           Option.match(client, {
             onNone: () => Effect.fail(new SignInRefused()),
@@ -52,7 +55,7 @@ export class Sessions extends Effect.Service<Sessions>()("Sessions", {
           const found = yield* store.find(hashOf(id))
           if (Option.isNone(found)) return Option.none<Session>()
           const now = yield* DateTime.now
-          if (idle(found.value, now)) {
+          if (idle(found.value, now) || keyChanged(found.value)) {
             yield* store.remove(found.value.idHash)
             return Option.none<Session>()
           }

@@ -146,6 +146,30 @@ export const sessionStoreContract = (name: string, storage: () => Layer.Layer<St
           assert.isTrue(Option.isNone(yield* sessions.current(Redacted.value(id))))
         }))
 
+      it.effect("a changed admin key ends the list owner's sessions of the old one", () =>
+        Effect.gen(function*() {
+          const sessions = yield* Sessions
+          const { id } = yield* sessions.signIn(Redacted.make(AdminKey))
+          const withKey = (key: Option.Option<string>) =>
+            Effect.provide(
+              Sessions,
+              Sessions.Default.pipe(Layer.provide(Layer.succeed(ConsoleSettings, {
+                idleTimeout: Duration.minutes(30),
+                adminKeyHash: Option.map(
+                  key,
+                  (k) => Effect.runSync(Effect.map(Tokens, (t) => t.hash(k)).pipe(Effect.provide(CryptoTokens)))
+                )
+              })))
+            )
+          const same = yield* withKey(Option.some(AdminKey))
+          assert.isTrue(Option.isSome(yield* same.current(Redacted.value(id))), "the same key, after a restart")
+          const changed = yield* withKey(Option.some(`${AdminKey}-rolled`))
+          assert.isTrue(Option.isNone(yield* changed.current(Redacted.value(id))), "a new key")
+          assert.isTrue(Option.isNone(yield* same.current(Redacted.value(id))), "ended, not only refused")
+          const { id: other } = yield* sessions.signIn(Redacted.make(AdminKey))
+          assert.isTrue(Option.isNone(yield* (yield* withKey(Option.none())).current(Redacted.value(other))), "no key")
+        }))
+
       it.effect("a rotated or revoked key ends its client's sessions, and only those", () =>
         Effect.gen(function*() {
           const sessions = yield* Sessions
