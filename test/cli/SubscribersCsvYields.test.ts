@@ -30,4 +30,26 @@ describe("the subscribers export", () => {
       assert.deepStrictEqual(seen.length, 1)
       assert.isAtMost(seen[0]!, 2, `the timer ran after ${seen[0]} of ${written} chunks`)
     }).pipe(Effect.provide(testLayer())), 60_000)
+
+  // What the Node app sends (apps/node/main.ts): the stream as a web ReadableStream, piped to the socket. A page is
+  // read from the store only when the reader asks for more, so a client that stops reading stops the export.
+  it.live("reads a page only as the reader takes the last", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const pages = 20
+      yield* sql`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${ExportPageSize * pages})
+        INSERT INTO subscriptions (email, email_key, name, feed, status, created_at, updated_at)
+        SELECT 'p' || i || '@example.com', 'p' || i || '@example.com', 'P' || i, 'default', 'active', 0, 0 FROM n`
+      const rows = yield* (yield* SubscriberDirectory).exportFeed(FeedName.make("default"), "active")
+      let pulled = 0
+      const counted = Stream.mapChunks(rows, (page) => (pulled++, page))
+      const reader = Stream.toReadableStream(subscribersCsv(counted)).getReader()
+      for (let read = 1; read <= 5; read++) {
+        yield* Effect.promise(() => reader.read())
+        yield* Effect.sleep(10)
+        // The header, then a page per read; at most one page read ahead.
+        assert.isAtMost(pulled, read + 1, `${pulled} pages read after ${read} chunks taken`)
+      }
+      yield* Effect.promise(() => reader.cancel())
+    }).pipe(Effect.provide(testLayer())), 60_000)
 })
