@@ -25,6 +25,7 @@ export const openBetterSqlite3: OpenSqlite = (filename) => {
       if (build === undefined) {
         return {
           reader: statement.reader,
+          readonly: statement.readonly,
           all: (params) => statement.all(...params),
           get: (params) => statement.get(...params),
           run: (params) => statement.run(...params)
@@ -33,6 +34,7 @@ export const openBetterSqlite3: OpenSqlite = (filename) => {
       statement.raw(true)
       return {
         reader: true,
+        readonly: statement.readonly,
         all: (params) => (statement.all(...params) as Array<ReadonlyArray<unknown>>).map(build),
         get: (params) => {
           const values = statement.get(...params) as ReadonlyArray<unknown> | undefined

@@ -10,6 +10,9 @@ export const openNodeSqlite: OpenSqlite = (filename) => {
       const statement = db.prepare(sql)
       return {
         reader: statement.columns().length > 0,
+        // node:sqlite does not say; a statement that names a write is taken for one (at worst it ends the read
+        // snapshot for nothing).
+        readonly: !/\b(INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER)\b/i.test(sql),
         all: (params) => statement.all(...(params as ReadonlyArray<SQLInputValue>)),
         get: (params) => statement.get(...(params as ReadonlyArray<SQLInputValue>)),
         run: (params) => statement.run(...(params as ReadonlyArray<SQLInputValue>))

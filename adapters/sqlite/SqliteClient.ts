@@ -129,8 +129,11 @@ export const make = (
 
     const run = (sql: string, params: ReadonlyArray<unknown>, raw: boolean) => () => {
       const statement = prepare(sql)
-      if (statement.reader) return (inSnapshot(), statement.all(params) as ReadonlyArray<any>)
+      if (statement.reader && statement.readonly) return (inSnapshot(), statement.all(params) as ReadonlyArray<any>)
+      // A write, with or without RETURNING: never inside the read snapshot, whose COMMIT comes only after the
+      // synchronous run (it would answer before its write is durable).
       endSnapshot()
+      if (statement.reader) return statement.all(params) as ReadonlyArray<any>
       const result = statement.run(params)
       return raw ? (result as unknown as ReadonlyArray<any>) : []
     }

@@ -2,7 +2,10 @@
 // built-in node:sqlite (Deno) both fit behind it, so one client, one migration list and one storage adapter
 // serve both runtimes.
 export interface SqliteStatement {
+  // It returns rows (a SELECT, or a write with RETURNING).
   readonly reader: boolean
+  // It changes nothing: only such a statement may join the shared read snapshot (SqliteClient.ts).
+  readonly readonly: boolean
   readonly all: (params: ReadonlyArray<unknown>) => ReadonlyArray<unknown>
   readonly get: (params: ReadonlyArray<unknown>) => unknown
   readonly run: (
