@@ -29,7 +29,7 @@ const state = (e: WebhookEndpoint) =>
 const actions = (signedIn: SignedIn, e: WebhookEndpoint) =>
   `<form class="inline" method="post" action="${href(e)}/rotate">${
     csrfField(signedIn.csrfToken)
-  }<button type="submit" aria-label="Rotate the secret of ${e.id}">Rotate secret</button></form><form class="inline" method="post" action="${
+  }<button type="submit" aria-label="Rotate secret of ${e.id}">Rotate secret</button></form><form class="inline" method="post" action="${
     href(e)
   }/delete">${csrfField(signedIn.csrfToken)}<button type="submit" aria-label="Delete ${e.id}">Delete</button></form>`
 
