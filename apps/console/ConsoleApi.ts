@@ -70,6 +70,23 @@ export class ConsoleApi extends HttpApiGroup.make("console")
       .setPayload(SignOutForm)
       .addSuccess(Html)
   )
+  .add(
+    HttpApiEndpoint.get("events", "/console/events")
+      .setHeaders(Cookies)
+      .setUrlParams(Schema.Struct({ after: field }))
+      .addSuccess(Html)
+  )
+  .add(
+    HttpApiEndpoint.post("resend", "/console/events/:id/resend")
+      .setPath(Schema.Struct({ id: Schema.String }))
+      .setHeaders(Cookies)
+      .setPayload(
+        Schema.Struct({ csrf_token: field, webhook_endpoint: field }).pipe(
+          HttpApiSchema.withEncoding({ kind: "UrlParams" })
+        )
+      )
+      .addSuccess(Html)
+  )
   .add(HttpApiEndpoint.get("newsletter", "/console/newsletter").setHeaders(Cookies).addSuccess(Html))
   .annotate(OpenApi.Exclude, true)
 {}

@@ -9,12 +9,13 @@ import { Transfers } from "../../core/payments/Transfers.ts"
 import { SiteSettings } from "../../core/shared/SiteSettings.ts"
 import { Tokens } from "../../core/shared/Tokens.ts"
 import { WebhookEndpoints } from "../../core/webhooks/WebhookEndpoints.ts"
-import { EndpointId, eventTypes } from "../../core/webhooks/Webhooks.ts"
+import { EndpointId, EventId, eventTypes } from "../../core/webhooks/Webhooks.ts"
 import { group } from "../http/pipeline/ApiHandlers.ts"
 import { currentRequestId } from "../http/pipeline/Edge.ts"
 import { CreateEndpointPayload } from "../http/webhooks/WebhooksApi.ts"
 import { ServedApi } from "./ConsoleApi.ts"
 import { consolePage, seeOther, type SignedIn } from "./ConsolePage.ts"
+import { eventsPage, resentPage } from "./EventPages.ts"
 import { refundRefusal, refusalStatus } from "./RefundRefusals.ts"
 import { FormExpiredMessage, signInPage, SignInRefusedMessage } from "./SignInPage.ts"
 import { transferPage, transfersPage } from "./TransferPages.ts"
@@ -31,6 +32,8 @@ const isReference = Schema.is(Reference)
 
 const isIdempotencyKey = Schema.is(IdempotencyKey)
 const isEndpointId = Schema.is(EndpointId)
+const isEventId = Schema.is(EventId)
+const EventsPerPage = 25
 // The API's own check of an endpoint's URL, with its message.
 const urlProblem = (url: string) =>
   Either.match(Schema.decodeUnknownEither(CreateEndpointPayload.fields.url)(url), {
@@ -76,7 +79,7 @@ export const ConsoleLive = group(ServedApi, "console", (handlers) =>
         : {
           who: `Merchant ${session.clientId}`,
           csrfToken: session.csrfToken,
-          links: [["/console/transfers", "Transfers"], ["/console/webhooks", "Webhooks"]]
+          links: [["/console/transfers", "Transfers"], ["/console/webhooks", "Webhooks"], ["/console/events", "Events"]]
         }
     // A page for a signed-in role: without a session, the sign-in page; another role's page is not found.
     const page = <R>(
@@ -121,6 +124,29 @@ export const ConsoleLive = group(ServedApi, "console", (handlers) =>
         webhooks.list(session.clientId!),
         (all) => endpointsPage(shown, all, webhooks.allowedTypes(session.clientId!), form)
       )
+
+    // A page of the merchant's events (one indexed read of the page plus one), and its endpoints to resend to.
+    const showEvents = (
+      session: Session,
+      shown: SignedIn,
+      after: string | undefined,
+      problem: { readonly error?: string; readonly status?: number } = {}
+    ) =>
+      Effect.gen(function*() {
+        const startingAfter = isEventId(after) ? after : undefined
+        const page = yield* webhooks.events(session.clientId!, {
+          limit: EventsPerPage,
+          ...(startingAfter === undefined ? {} : { startingAfter })
+        })
+        const endpoints = yield* webhooks.list(session.clientId!)
+        return eventsPage(shown, {
+          events: page.data,
+          endpoints,
+          paged: startingAfter !== undefined,
+          nextAfter: page.hasMore ? page.data[page.data.length - 1]?.id : undefined,
+          ...problem
+        })
+      })
 
     return handlers
       .handle("home", ({ headers }) =>
@@ -259,6 +285,27 @@ export const ConsoleLive = group(ServedApi, "console", (handlers) =>
             )
             : Effect.as(webhooks.remove(session.clientId!, path.id), seeOther("/console/webhooks"))
           return Effect.catchTag(done, "EndpointNotFound", () => Effect.succeed(notFound(shown)))
+        }))
+      .handle("events", ({ headers, urlParams }) =>
+        page(headers, "merchant", (session, shown) =>
+          showEvents(session, shown, urlParams.after)))
+      .handle("resend", ({ headers, path, payload }) =>
+        page(headers, "merchant", (session, shown) => {
+          const endpoint = payload.webhook_endpoint
+          if (!isEventId(path.id) || !isEndpointId(endpoint)) {
+            return Effect.succeed(notFound(shown))
+          }
+          if (!sessions.formTokenValid(session, payload.csrf_token)) {
+            return showEvents(session, shown, undefined, { error: FormExpiredMessage, status: 403 })
+          }
+          return webhooks.resend(session.clientId!, path.id, endpoint).pipe(
+            Effect.as(resentPage(shown, path.id, endpoint)),
+            Effect.catchTags({
+              EventNotFound: () =>
+                Effect.succeed(notFound(shown)),
+              EndpointNotFound: () => Effect.succeed(notFound(shown))
+            })
+          )
         }))
       .handle("newsletter", ({ headers }) =>
         page(headers, "admin", (_session, shown) =>

@@ -548,6 +548,63 @@ describe.skipIf(inMemory)("the console's webhook endpoints", () => {
   })
 })
 
+describe.skipIf(inMemory)("the console's events", () => {
+  const addEndpoint = async (key: string) => {
+    const answer = await fetch(`${app.baseUrl}/webhook_endpoints`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ url: "https://93.184.216.34/resent", enabled_events: ["refund.created"] })
+    })
+    assert.strictEqual(answer.status, 201)
+    return ((await answer.json()) as { id: string }).id
+  }
+  const deliveries = (event: string) =>
+    app.query<{ n: number }>("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE event_id = ?", event)[0]!.n
+
+  it("lists the merchant's events, and resends one to an endpoint with the session's CSRF token", async () => {
+    const m = await merchant("console-events")
+    const transfer = await approved(m.api)
+    const endpoint = await addEndpoint(m.api_key)
+    const browser = new ConsoleClient(app.appUrl)
+    await browser.signIn(m.api_key)
+    const page = await browser.get("/console/events")
+    assert.strictEqual(page.status, 200)
+    assertConsoleHeaders(page)
+    const event = /<code>(evt_\w+)<\/code>/.exec(page.text)![1]!
+    assert.include(page.text, "transfer.approved")
+    assert.include(page.text, `href="/console/transfers/${transfer.id}"`)
+    assert.include(page.text, `<option value="${endpoint}">`)
+    assert.strictEqual(deliveries(event), 0, "the endpoint did not ask for transfer events")
+
+    const path = `/console/events/${event}/resend`
+    const noToken = await browser.post(path, { webhook_endpoint: endpoint })
+    assert.strictEqual(noToken.status, 403)
+    assert.strictEqual(deliveries(event), 0)
+    const resent = await browser.post(path, { webhook_endpoint: endpoint, csrf_token: ConsoleClient.token(page) })
+    assert.strictEqual(resent.status, 200)
+    assert.include(resent.text, `Event <code>${event}</code> will be sent again to <code>${endpoint}</code>`)
+    // A second connection to the SQLite file sees the delivery's row a moment after the answer.
+    for (let i = 0; i < 40 && deliveries(event) === 0; i++) await new Promise((r) => setTimeout(r, 50))
+    assert.strictEqual(deliveries(event), 1)
+
+    const other = await merchant("console-events-other")
+    const stranger = new ConsoleClient(app.appUrl)
+    await stranger.signIn(other.api_key)
+    const theirs = await stranger.get("/console/events")
+    assert.notInclude(theirs.text, event)
+    const refused = await stranger.post(path, {
+      webhook_endpoint: endpoint,
+      csrf_token: ConsoleClient.token(theirs)
+    })
+    assert.strictEqual(refused.status, 404)
+    assert.strictEqual(deliveries(event), 1)
+    await fetch(`${app.baseUrl}/webhook_endpoints/${endpoint}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${m.api_key}` }
+    })
+  })
+})
+
 describe.skipIf(inMemory)("the console behind https, with a sign-in limit", () => {
   let limited: AppProcess
   beforeAll(async () => {
