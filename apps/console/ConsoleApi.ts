@@ -16,6 +16,11 @@ const SignInForm = Schema.Struct({ api_key: field, csrf_token: field }).pipe(
 const RefundForm = Schema.Struct({ amount: field, csrf_token: field, idempotency_key: field }).pipe(
   HttpApiSchema.withEncoding({ kind: "UrlParams" })
 )
+// Each event type is a checkbox named after the type (`transfer.approved=on`): a form field is one string.
+const EndpointForm = Schema.Struct(
+  { csrf_token: field, url: field },
+  Schema.Record({ key: Schema.String, value: Schema.String })
+).pipe(HttpApiSchema.withEncoding({ kind: "UrlParams" }))
 const SignOutForm = Schema.Struct({ csrf_token: field }).pipe(HttpApiSchema.withEncoding({ kind: "UrlParams" }))
 
 export class ConsoleApi extends HttpApiGroup.make("console")
@@ -49,6 +54,37 @@ export class ConsoleApi extends HttpApiGroup.make("console")
       .setPath(Schema.Struct({ id: Schema.String }))
       .setHeaders(Cookies)
       .setPayload(RefundForm)
+      .addSuccess(Html)
+  )
+  .add(HttpApiEndpoint.get("webhooks", "/console/webhooks").setHeaders(Cookies).addSuccess(Html))
+  .add(
+    HttpApiEndpoint.post("addWebhook", "/console/webhooks")
+      .setHeaders(Cookies)
+      .setPayload(EndpointForm)
+      .addSuccess(Html)
+  )
+  .add(
+    HttpApiEndpoint.post("webhookAction", "/console/webhooks/:id/:action")
+      .setPath(Schema.Struct({ id: Schema.String, action: Schema.Literal("rotate", "delete") }))
+      .setHeaders(Cookies)
+      .setPayload(SignOutForm)
+      .addSuccess(Html)
+  )
+  .add(
+    HttpApiEndpoint.get("events", "/console/events")
+      .setHeaders(Cookies)
+      .setUrlParams(Schema.Struct({ after: field }))
+      .addSuccess(Html)
+  )
+  .add(
+    HttpApiEndpoint.post("resend", "/console/events/:id/resend")
+      .setPath(Schema.Struct({ id: Schema.String }))
+      .setHeaders(Cookies)
+      .setPayload(
+        Schema.Struct({ csrf_token: field, webhook_endpoint: field }).pipe(
+          HttpApiSchema.withEncoding({ kind: "UrlParams" })
+        )
+      )
       .addSuccess(Html)
   )
   .add(HttpApiEndpoint.get("newsletter", "/console/newsletter").setHeaders(Cookies).addSuccess(Html))

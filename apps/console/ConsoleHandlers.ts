@@ -1,5 +1,5 @@
 import { Cookies, HttpServerResponse } from "@effect/platform"
-import { DateTime, Effect, Option, Redacted, Schema } from "effect"
+import { DateTime, Effect, Either, Option, ParseResult, Redacted, Schema } from "effect"
 import type { Session } from "../../core/console/Session.ts"
 import { Sessions } from "../../core/console/Sessions.ts"
 import { IdempotencyKey } from "../../core/payments/Idempotency.ts"
@@ -8,14 +8,19 @@ import { Reference, TransferId, TransferStatus } from "../../core/payments/Trans
 import { Transfers } from "../../core/payments/Transfers.ts"
 import { SiteSettings } from "../../core/shared/SiteSettings.ts"
 import { Tokens } from "../../core/shared/Tokens.ts"
+import { WebhookEndpoints } from "../../core/webhooks/WebhookEndpoints.ts"
+import { EndpointId, EventId, eventTypes } from "../../core/webhooks/Webhooks.ts"
 import { group } from "../http/pipeline/ApiHandlers.ts"
 import { currentRequestId } from "../http/pipeline/Edge.ts"
+import { CreateEndpointPayload } from "../http/webhooks/WebhooksApi.ts"
 import { ServedApi } from "./ConsoleApi.ts"
 import { consolePage, seeOther, type SignedIn } from "./ConsolePage.ts"
+import { eventsPage, resentPage } from "./EventPages.ts"
 import { refundRefusal, refusalStatus } from "./RefundRefusals.ts"
 import { FormExpiredMessage, signInPage, SignInRefusedMessage } from "./SignInPage.ts"
 import { transferPage, transfersPage } from "./TransferPages.ts"
 import { transferPage as listPage } from "./TransferPaging.ts"
+import { type AddForm, endpointsPage, secretPage } from "./WebhookPages.ts"
 
 // The session's cookie holds its id; the sign-in form's cookie, its CSRF token until a session has one.
 export const SessionCookie = "paysub_console"
@@ -26,6 +31,15 @@ const isStatus = Schema.is(TransferStatus)
 const isReference = Schema.is(Reference)
 
 const isIdempotencyKey = Schema.is(IdempotencyKey)
+const isEndpointId = Schema.is(EndpointId)
+const isEventId = Schema.is(EventId)
+const EventsPerPage = 25
+// The API's own check of an endpoint's URL, with its message.
+const urlProblem = (url: string) =>
+  Either.match(Schema.decodeUnknownEither(CreateEndpointPayload.fields.url)(url), {
+    onLeft: (e) => ParseResult.TreeFormatter.formatErrorSync(e),
+    onRight: () => undefined
+  })
 // The start of a day (YYYY-MM-DD, UTC) a date field sent; undefined for anything else.
 const dayOf = (text: string | undefined): DateTime.Utc | undefined => {
   if (text === undefined || !/^\d{4}-\d{2}-\d{2}$/.test(text)) return undefined
@@ -43,6 +57,7 @@ export const ConsoleLive = group(ServedApi, "console", (handlers) =>
     const transfers = yield* Transfers
     const refunds = yield* Refunds
     const tokens = yield* Tokens
+    const webhooks = yield* WebhookEndpoints
     const secure = (yield* SiteSettings).baseUrl.startsWith("https:")
     const cookie = { httpOnly: true, sameSite: "strict", secure, path: "/console" } as const
     const cookiesOf = (headers: { readonly cookie?: string | undefined }) =>
@@ -64,7 +79,7 @@ export const ConsoleLive = group(ServedApi, "console", (handlers) =>
         : {
           who: `Merchant ${session.clientId}`,
           csrfToken: session.csrfToken,
-          links: [["/console/transfers", "Transfers"]]
+          links: [["/console/transfers", "Transfers"], ["/console/webhooks", "Webhooks"], ["/console/events", "Events"]]
         }
     // A page for a signed-in role: without a session, the sign-in page; another role's page is not found.
     const page = <R>(
@@ -101,6 +116,36 @@ export const ConsoleLive = group(ServedApi, "console", (handlers) =>
         const { data, hasMore } = yield* refunds.list(client, id, { limit: 100 })
         const idempotencyKey = `console_${yield* tokens.issue}`
         return transferPage(shown, found.value, data, hasMore, { ...form, idempotencyKey })
+      })
+
+    // The merchant's endpoints, with the add form (again with what was typed and why it was refused).
+    const showEndpoints = (session: Session, shown: SignedIn, form: AddForm = {}) =>
+      Effect.map(
+        webhooks.list(session.clientId!),
+        (all) => endpointsPage(shown, all, webhooks.allowedTypes(session.clientId!), form)
+      )
+
+    // A page of the merchant's events (one indexed read of the page plus one), and its endpoints to resend to.
+    const showEvents = (
+      session: Session,
+      shown: SignedIn,
+      after: string | undefined,
+      problem: { readonly error?: string; readonly status?: number } = {}
+    ) =>
+      Effect.gen(function*() {
+        const startingAfter = isEventId(after) ? after : undefined
+        const page = yield* webhooks.events(session.clientId!, {
+          limit: EventsPerPage,
+          ...(startingAfter === undefined ? {} : { startingAfter })
+        })
+        const endpoints = yield* webhooks.list(session.clientId!)
+        return eventsPage(shown, {
+          events: page.data,
+          endpoints,
+          paged: startingAfter !== undefined,
+          nextAfter: page.hasMore ? page.data[page.data.length - 1]?.id : undefined,
+          ...problem
+        })
       })
 
     return handlers
@@ -198,6 +243,70 @@ export const ConsoleLive = group(ServedApi, "console", (handlers) =>
               )
             )
           })))
+      .handle("webhooks", ({ headers }) =>
+        page(headers, "merchant", showEndpoints))
+      .handle("addWebhook", ({ headers, payload }) =>
+        page(headers, "merchant", (session, shown) => {
+          const url = payload.url?.trim() ?? ""
+          // Every type a box was ticked for, the owner's or not: the use case refuses another owner's.
+          const types = ["*", ...eventTypes].filter((t) =>
+            payload[t] !== undefined
+          )
+          const form = { url, enabledEvents: types, status: 400 }
+          if (!sessions.formTokenValid(session, payload.csrf_token)) {
+            return showEndpoints(session, shown, { ...form, error: FormExpiredMessage, status: 403 })
+          }
+          const problem = urlProblem(url)
+          if (problem !== undefined) return showEndpoints(session, shown, { ...form, error: problem })
+          return webhooks.create(session.clientId!, url, types).pipe(
+            Effect.map(({ endpoint, secret }) => secretPage(shown, endpoint, secret, "added")),
+            Effect.catchTags({
+              UrlRefused: (e) => showEndpoints(session, shown, { ...form, error: e.reason }),
+              EventTypesRefused: (e) =>
+                showEndpoints(session, shown, {
+                  ...form,
+                  error: e.type === undefined
+                    ? "Choose at least one event type."
+                    : `This key cannot receive ${e.type} events; it receives ${e.allowed.join(", ")}.`
+                })
+            })
+          )
+        }))
+      .handle("webhookAction", ({ headers, path, payload }) =>
+        page(headers, "merchant", (session, shown) => {
+          if (!isEndpointId(path.id)) return Effect.succeed(notFound(shown))
+          if (!sessions.formTokenValid(session, payload.csrf_token)) {
+            return showEndpoints(session, shown, { error: FormExpiredMessage, status: 403 })
+          }
+          const done = path.action === "rotate"
+            ? Effect.map(
+              webhooks.rotate(session.clientId!, path.id),
+              ({ endpoint, secret }) => secretPage(shown, endpoint, secret, "rotated")
+            )
+            : Effect.as(webhooks.remove(session.clientId!, path.id), seeOther("/console/webhooks"))
+          return Effect.catchTag(done, "EndpointNotFound", () => Effect.succeed(notFound(shown)))
+        }))
+      .handle("events", ({ headers, urlParams }) =>
+        page(headers, "merchant", (session, shown) =>
+          showEvents(session, shown, urlParams.after)))
+      .handle("resend", ({ headers, path, payload }) =>
+        page(headers, "merchant", (session, shown) => {
+          const endpoint = payload.webhook_endpoint
+          if (!isEventId(path.id) || !isEndpointId(endpoint)) {
+            return Effect.succeed(notFound(shown))
+          }
+          if (!sessions.formTokenValid(session, payload.csrf_token)) {
+            return showEvents(session, shown, undefined, { error: FormExpiredMessage, status: 403 })
+          }
+          return webhooks.resend(session.clientId!, path.id, endpoint).pipe(
+            Effect.as(resentPage(shown, path.id, endpoint)),
+            Effect.catchTags({
+              EventNotFound: () =>
+                Effect.succeed(notFound(shown)),
+              EndpointNotFound: () => Effect.succeed(notFound(shown))
+            })
+          )
+        }))
       .handle("newsletter", ({ headers }) =>
         page(headers, "admin", (_session, shown) =>
           Effect.succeed(consolePage(

@@ -11,7 +11,7 @@ input,select{font-size:1rem;padding:.4rem;border:1px solid #555;border-radius:4p
 button{font-size:1rem;padding:.4rem 1rem}table{border-collapse:collapse;width:100%;margin:1rem 0}
 th,td{text-align:left;padding:.3rem .6rem;border-bottom:1px solid #ddd}td.amount{text-align:right}
 .error{color:#b00020}dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}dt{font-weight:600}
-form.inline{display:inline;margin-left:1rem}.filters{display:flex;gap:1rem;align-items:end;flex-wrap:wrap}.filters label{margin:0}`
+form.inline{display:inline;margin-left:1rem}label.option{display:inline;font-weight:400;margin:0}.filters{display:flex;gap:1rem;align-items:end;flex-wrap:wrap}.filters label{margin:0}`
 
 const styleHash = createHash("sha256").update(css).digest("base64")
 

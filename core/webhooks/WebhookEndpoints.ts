@@ -7,6 +7,7 @@ import {
   type EventId,
   EventNotFound,
   type EventType,
+  EventTypesRefused,
   type Owner,
   ownerTypes,
   SecretPrefix,
@@ -33,6 +34,11 @@ export class WebhookEndpoints extends Effect.Service<WebhookEndpoints>()("Webhoo
     // `*` stands for every type the owner may receive; any other entry must be one of them.
     const create = (owner: Owner, url: string, enabledEvents: ReadonlyArray<string>) =>
       Effect.gen(function*() {
+        const allowed = ownerTypes(owner) as ReadonlyArray<string>
+        const foreign = enabledEvents.find((t) => t !== "*" && !allowed.includes(t))
+        if (foreign !== undefined || enabledEvents.length === 0) {
+          return yield* new EventTypesRefused({ ...(foreign === undefined ? {} : { type: foreign }), allowed })
+        }
         yield* sender.check(url)
         const id = EndpointId.make(yield* randomId("we_"))
         const secret = yield* newSecret

@@ -65,6 +65,11 @@ export interface EndpointTarget {
 }
 
 export class UrlRefused extends Schema.TaggedError<UrlRefused>()("UrlRefused", { reason: Schema.String }) {}
+// An endpoint asked for a type its owner does not receive (`type`), or for none (`type` undefined).
+export class EventTypesRefused extends Schema.TaggedError<EventTypesRefused>()("EventTypesRefused", {
+  type: Schema.optional(Schema.String),
+  allowed: Schema.Array(Schema.String)
+}) {}
 export class EndpointNotFound extends Schema.TaggedError<EndpointNotFound>()("EndpointNotFound", {}) {}
 export class EventNotFound extends Schema.TaggedError<EventNotFound>()("EventNotFound", {}) {}
 

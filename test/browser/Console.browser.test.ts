@@ -105,6 +105,50 @@ describe.skipIf(skipBrowserSuites || inMemory)(`the console in Chromium (${Chrom
         assert.deepStrictEqual(problems, [])
       })
 
+      it("adds a webhook endpoint, sees its secret once and it listed, resends a transfer's event to it", async () => {
+        const merchant = await createClient(app, `hooks-${mode}`)
+        const api = new MerchantApi(app.baseUrl, merchant.api_key)
+        const made = await api.create(transferBody({ reference: uniqueReference(`hooks-${mode}`) }))
+        assert.strictEqual(made.status, 201, made.text)
+        await page.goto(`${app.appUrl}/console`)
+        await page.getByLabel("API key").fill(merchant.api_key)
+        await page.getByRole("button", { name: "Sign in" }).click()
+        await page.waitForURL(`${app.appUrl}/console/transfers`)
+        await page.getByRole("link", { name: "Webhooks" }).click()
+        await page.waitForURL(`${app.appUrl}/console/webhooks`)
+        await audit(page)
+        const url = `https://93.184.216.34/${mode}`
+        await page.getByLabel("URL").fill(url)
+        await page.getByLabel("transfer.approved").check()
+        await page.getByRole("button", { name: "Add endpoint" }).click()
+        await page.getByRole("heading", { name: "Endpoint added" }).waitFor()
+        const secret = (await page.locator("#secret").textContent())!
+        assert.match(secret, /^whsec_/)
+        await audit(page)
+        await page.getByRole("link", { name: "All webhook endpoints" }).click()
+        const row = page.getByRole("row").filter({ hasText: url })
+        assert.deepStrictEqual((await row.getByRole("cell").allTextContents()).slice(1, 4), [
+          url,
+          "transfer.approved",
+          "enabled"
+        ])
+        assert.notInclude(await page.content(), secret)
+        await screenshot(page, "console-webhooks")
+        await audit(page)
+
+        // The transfer's event, sent again to the new endpoint.
+        await page.getByRole("link", { name: "Events" }).click()
+        const event = page.getByRole("row").filter({ hasText: made.json.payment_transfer.id as string })
+        assert.include(await event.textContent(), "transfer.approved")
+        await audit(page)
+        await event.getByRole("button", { name: /^Resend/ }).click()
+        await page.getByRole("heading", { name: "Event resent" }).waitFor()
+        await audit(page)
+        await page.getByRole("button", { name: "Sign out" }).click()
+        await page.waitForURL(`${app.appUrl}/console`)
+        assert.deepStrictEqual(problems, [])
+      })
+
       it("works with the keyboard alone: sign in, open a transfer, refund it, sign out", async () => {
         const merchant = await createClient(app, `keyboard-${mode}`)
         const api = new MerchantApi(app.baseUrl, merchant.api_key)

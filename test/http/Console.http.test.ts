@@ -422,6 +422,189 @@ describe.skipIf(inMemory)("refunds from the console", () => {
   })
 })
 
+describe.skipIf(inMemory)("the console's webhook endpoints", () => {
+  const endpointsOf = async (key: string) => {
+    const answer = await fetch(`${app.baseUrl}/webhook_endpoints`, { headers: { authorization: `Bearer ${key}` } })
+    assert.strictEqual(answer.status, 200)
+    return ((await answer.json()) as { data: Array<{ id: string; url: string; enabled_events: Array<string> }> }).data
+  }
+  const secretOn = (page: Answer) => /<code id="secret">(whsec_[^<]+)<\/code>/.exec(page.text)?.[1]
+  const hostileUrl = "https://93.184.216.34/hook?x=\"><script>alert(1)</script>"
+
+  it("adds an endpoint through the API's use case, shows its secret once, and lists it escaped", async () => {
+    const m = await merchant("console-hooks")
+    const browser = new ConsoleClient(app.appUrl)
+    await browser.signIn(m.api_key)
+    const empty = await browser.get("/console/webhooks")
+    assert.strictEqual(empty.status, 200)
+    assertConsoleHeaders(empty)
+    assert.include(empty.text, "No webhook endpoints.")
+    assert.match(empty.text, /<input id="url" name="url"/)
+    assert.include(empty.text, "name=\"transfer.approved\"")
+    assert.notInclude(empty.text, "name=\"subscription.confirmed\"", "the admin's types are not offered")
+    const added = await browser.post("/console/webhooks", {
+      csrf_token: ConsoleClient.token(empty),
+      url: hostileUrl,
+      "transfer.approved": "on",
+      "refund.created": "on"
+    })
+    assert.strictEqual(added.status, 201)
+    assertConsoleHeaders(added)
+    const secret = secretOn(added)
+    assert.isDefined(secret)
+    assert.notInclude(added.text, "<script>alert(1)")
+    assert.include(added.text, "&lt;script&gt;alert(1)&lt;/script&gt;")
+    const [endpoint] = await endpointsOf(m.api_key)
+    assert.strictEqual(endpoint!.url, hostileUrl)
+    assert.deepStrictEqual(endpoint!.enabled_events, ["transfer.approved", "refund.created"])
+    const list = await browser.get("/console/webhooks")
+    assert.include(list.text, `<code>${endpoint!.id}</code>`)
+    assert.include(list.text, "&lt;script&gt;alert(1)&lt;/script&gt;")
+    assert.notInclude(list.text, "<script>alert(1)")
+    assert.notInclude(list.text, secret!, "the secret is shown once")
+    assert.notInclude(app.output, secret!, "never logged")
+
+    const rotated = await browser.post(`/console/webhooks/${endpoint!.id}/rotate`, {
+      csrf_token: ConsoleClient.token(list)
+    })
+    assert.strictEqual(rotated.status, 200)
+    const next = secretOn(rotated)
+    assert.isDefined(next)
+    assert.notStrictEqual(next, secret)
+    assert.notInclude((await browser.get("/console/webhooks")).text, next!)
+    assert.notInclude(app.output, next!)
+
+    const removed = await browser.post(`/console/webhooks/${endpoint!.id}/delete`, {
+      csrf_token: ConsoleClient.token(list)
+    })
+    assert.strictEqual(removed.status, 303)
+    assert.strictEqual(removed.headers.get("location"), "/console/webhooks")
+    assert.lengthOf(await endpointsOf(m.api_key), 0)
+  })
+
+  it("refuses what the API refuses: a private address, another owner's types, no types", async () => {
+    const m = await merchant("console-hooks-refused")
+    const browser = new ConsoleClient(app.appUrl)
+    await browser.signIn(m.api_key)
+    const csrf_token = ConsoleClient.token(await browser.get("/console/webhooks"))
+    const privateUrl = await browser.post("/console/webhooks", {
+      csrf_token,
+      url: "https://169.254.169.254/latest",
+      "*": "on"
+    })
+    assert.strictEqual(privateUrl.status, 400)
+    assert.include(privateUrl.text, "role=\"alert\"")
+    assert.include(privateUrl.text, "value=\"https://169.254.169.254/latest\"", "what was typed is kept")
+    const notHttps = await browser.post("/console/webhooks", { csrf_token, url: "ftp://x", "*": "on" })
+    assert.strictEqual(notHttps.status, 400)
+    assert.include(notHttps.text, "url is an absolute https URL")
+    const foreign = await browser.post("/console/webhooks", {
+      csrf_token,
+      url: "https://93.184.216.34/hook",
+      "subscription.confirmed": "on"
+    })
+    assert.strictEqual(foreign.status, 400)
+    assert.include(foreign.text, "This key cannot receive subscription.confirmed events")
+    const none = await browser.post("/console/webhooks", { csrf_token, url: "https://93.184.216.34/hook" })
+    assert.strictEqual(none.status, 400)
+    assert.include(none.text, "Choose at least one event type.")
+    assert.lengthOf(await endpointsOf(m.api_key), 0)
+  })
+
+  it("without the session's CSRF token nothing changes; another merchant's endpoint is not found", async () => {
+    const m = await merchant("console-hooks-csrf")
+    const browser = new ConsoleClient(app.appUrl)
+    await browser.signIn(m.api_key)
+    const page = await browser.get("/console/webhooks")
+    const noToken = await browser.post("/console/webhooks", {
+      url: "https://93.184.216.34/hook",
+      "*": "on"
+    })
+    assert.strictEqual(noToken.status, 403)
+    assert.include(noToken.text, "This form has expired")
+    assert.lengthOf(await endpointsOf(m.api_key), 0)
+    await browser.post("/console/webhooks", {
+      csrf_token: ConsoleClient.token(page),
+      url: "https://93.184.216.34/hook",
+      "*": "on"
+    })
+    const [endpoint] = await endpointsOf(m.api_key)
+    for (const action of ["rotate", "delete"]) {
+      const refused = await browser.post(`/console/webhooks/${endpoint!.id}/${action}`, { csrf_token: "x".repeat(43) })
+      assert.strictEqual(refused.status, 403, action)
+    }
+
+    const other = await merchant("console-hooks-other")
+    const stranger = new ConsoleClient(app.appUrl)
+    await stranger.signIn(other.api_key)
+    const csrf_token = ConsoleClient.token(await stranger.get("/console/webhooks"))
+    for (const action of ["rotate", "delete"]) {
+      const theirs = await stranger.post(`/console/webhooks/${endpoint!.id}/${action}`, { csrf_token })
+      assert.strictEqual(theirs.status, 404, action)
+      assert.notMatch(theirs.text, /whsec_/)
+    }
+    assert.lengthOf(await endpointsOf(m.api_key), 1)
+    assert.notInclude((await stranger.get("/console/webhooks")).text, endpoint!.id)
+  })
+})
+
+describe.skipIf(inMemory)("the console's events", () => {
+  const addEndpoint = async (key: string) => {
+    const answer = await fetch(`${app.baseUrl}/webhook_endpoints`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ url: "https://93.184.216.34/resent", enabled_events: ["refund.created"] })
+    })
+    assert.strictEqual(answer.status, 201)
+    return ((await answer.json()) as { id: string }).id
+  }
+  const deliveries = (event: string) =>
+    app.query<{ n: number }>("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE event_id = ?", event)[0]!.n
+
+  it("lists the merchant's events, and resends one to an endpoint with the session's CSRF token", async () => {
+    const m = await merchant("console-events")
+    const transfer = await approved(m.api)
+    const endpoint = await addEndpoint(m.api_key)
+    const browser = new ConsoleClient(app.appUrl)
+    await browser.signIn(m.api_key)
+    const page = await browser.get("/console/events")
+    assert.strictEqual(page.status, 200)
+    assertConsoleHeaders(page)
+    const event = /<code>(evt_\w+)<\/code>/.exec(page.text)![1]!
+    assert.include(page.text, "transfer.approved")
+    assert.include(page.text, `href="/console/transfers/${transfer.id}"`)
+    assert.include(page.text, `<option value="${endpoint}">`)
+    assert.strictEqual(deliveries(event), 0, "the endpoint did not ask for transfer events")
+
+    const path = `/console/events/${event}/resend`
+    const noToken = await browser.post(path, { webhook_endpoint: endpoint })
+    assert.strictEqual(noToken.status, 403)
+    assert.strictEqual(deliveries(event), 0)
+    const resent = await browser.post(path, { webhook_endpoint: endpoint, csrf_token: ConsoleClient.token(page) })
+    assert.strictEqual(resent.status, 200)
+    assert.include(resent.text, `Event <code>${event}</code> will be sent again to <code>${endpoint}</code>`)
+    // A second connection to the SQLite file sees the delivery's row a moment after the answer.
+    for (let i = 0; i < 40 && deliveries(event) === 0; i++) await new Promise((r) => setTimeout(r, 50))
+    assert.strictEqual(deliveries(event), 1)
+
+    const other = await merchant("console-events-other")
+    const stranger = new ConsoleClient(app.appUrl)
+    await stranger.signIn(other.api_key)
+    const theirs = await stranger.get("/console/events")
+    assert.notInclude(theirs.text, event)
+    const refused = await stranger.post(path, {
+      webhook_endpoint: endpoint,
+      csrf_token: ConsoleClient.token(theirs)
+    })
+    assert.strictEqual(refused.status, 404)
+    assert.strictEqual(deliveries(event), 1)
+    await fetch(`${app.baseUrl}/webhook_endpoints/${endpoint}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${m.api_key}` }
+    })
+  })
+})
+
 describe.skipIf(inMemory)("the console behind https, with a sign-in limit", () => {
   let limited: AppProcess
   beforeAll(async () => {

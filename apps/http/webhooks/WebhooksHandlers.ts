@@ -65,25 +65,23 @@ export const WebhooksLive = group(Api, "webhooks", (handlers) =>
 
     return handlers
       .handle("create", ({ payload }) =>
-        owned((owner) => {
-          const allowed = webhooks.allowedTypes(owner) as ReadonlyArray<string>
-          const foreign = payload.enabled_events.find((t) => t !== "*" && !allowed.includes(t))
-          if (foreign !== undefined) {
-            return Effect.fail(
-              apiError(
-                "parameter_invalid",
-                `This key cannot receive ${foreign} events; it receives ${allowed.join(", ")}.`,
-                { param: "enabled_events" }
-              )
-            )
-          }
-          return webhooks.create(owner, payload.url, payload.enabled_events).pipe(
+        owned((owner) =>
+          webhooks.create(owner, payload.url, payload.enabled_events).pipe(
             Effect.map(({ endpoint, secret }) =>
               HttpServerResponse.unsafeJson({ ...endpointView(endpoint), secret }, { status: 201 })
             ),
-            Effect.catchTag("UrlRefused", (e) => Effect.fail(apiError("url_refused", e.reason, { param: "url" })))
+            Effect.catchTag("EventTypesRefused", (e) =>
+              Effect.fail(
+                apiError(
+                  "parameter_invalid",
+                  `This key cannot receive ${e.type} events; it receives ${e.allowed.join(", ")}.`,
+                  { param: "enabled_events" }
+                )
+              )),
+            Effect.catchTag("UrlRefused", (e) =>
+              Effect.fail(apiError("url_refused", e.reason, { param: "url" })))
           )
-        }))
+        ))
       .handle("list", () =>
         owned((owner) =>
           Effect.map(
@@ -96,7 +94,8 @@ export const WebhooksLive = group(Api, "webhooks", (handlers) =>
           withEndpoint(path.id, (id) =>
             webhooks.get(owner, id).pipe(
               Effect.map(endpointView),
-              Effect.catchTag("EndpointNotFound", () => Effect.fail(endpointMissing()))
+              Effect.catchTag("EndpointNotFound", () =>
+                Effect.fail(endpointMissing()))
             ))
         ))
       .handle("delete", ({ path }) =>

@@ -1,0 +1,75 @@
+import { DateTime } from "effect"
+import { escapeHtml as escape } from "../../core/subscriptions/ConfirmationMail.ts"
+import type { StoredEvent, WebhookEndpoint } from "../../core/webhooks/Webhooks.ts"
+import { consolePage, csrfField, type SignedIn } from "./ConsolePage.ts"
+
+// The merchant's events, newest first, each with a form that sends it again to one of the merchant's endpoints.
+const time = (t: DateTime.Utc) => {
+  const iso = DateTime.formatIso(t)
+  return `<time datetime="${iso}">${iso.slice(0, 19).replace("T", " ")} UTC</time>`
+}
+
+// The object an event tells of, as its body holds it: a transfer's page for a transfer event.
+const subject = (e: StoredEvent) => {
+  const object = (JSON.parse(e.body) as { data?: { object?: { id?: unknown } } }).data?.object
+  const id = typeof object?.id === "string" ? object.id : undefined
+  if (id === undefined) return ""
+  return e.type.startsWith("transfer.")
+    ? `<a href="/console/transfers/${encodeURIComponent(id)}">${escape(id)}</a>`
+    : `<code>${escape(id)}</code>`
+}
+
+const resendForm = (signedIn: SignedIn, e: StoredEvent, endpoints: ReadonlyArray<WebhookEndpoint>) =>
+  endpoints.length === 0
+    ? ""
+    : `<form class="inline" method="post" action="/console/events/${encodeURIComponent(e.id)}/resend">${
+      csrfField(signedIn.csrfToken)
+    }<label class="option" for="to-${e.id}">To</label> <select id="to-${e.id}" name="webhook_endpoint">${
+      endpoints.map((w) => `<option value="${w.id}">${escape(w.url)}</option>`).join("")
+    }</select> <button type="submit" aria-label="Resend ${e.id}">Resend</button></form>`
+
+export const eventsPage = (
+  signedIn: SignedIn,
+  page: {
+    readonly events: ReadonlyArray<StoredEvent>
+    readonly endpoints: ReadonlyArray<WebhookEndpoint>
+    readonly paged: boolean
+    readonly nextAfter: string | undefined
+    readonly error?: string | undefined
+    readonly status?: number | undefined
+  }
+) =>
+  consolePage(
+    "Events",
+    `${page.error === undefined ? "" : `<p class="error" role="alert">${escape(page.error)}</p>`}
+${
+      page.events.length === 0
+        ? "<p>No events.</p>"
+        : `<table><caption>Events, newest first</caption>
+<thead><tr><th scope="col">ID</th><th scope="col">Type</th><th scope="col">Object</th><th scope="col">Time</th><th scope="col">Send again</th></tr></thead>
+<tbody>
+${
+          page.events.map((e) =>
+            `<tr><td><code>${e.id}</code></td><td>${e.type}</td><td>${subject(e)}</td><td>${
+              time(e.createdAt)
+            }</td><td>${resendForm(signedIn, e, page.endpoints)}</td></tr>`
+          ).join("\n")
+        }
+</tbody></table>`
+    }
+<nav aria-label="Pages">${page.paged ? `<a href="/console/events">First page</a> ` : ""}${
+      page.nextAfter === undefined
+        ? ""
+        : `<a href="/console/events?after=${encodeURIComponent(page.nextAfter)}" rel="next">Next page</a>`
+    }</nav>`,
+    { signedIn, status: page.status ?? 200 }
+  )
+
+export const resentPage = (signedIn: SignedIn, event: string, endpoint: string) =>
+  consolePage(
+    "Event resent",
+    `<p>Event <code>${escape(event)}</code> will be sent again to <code>${escape(endpoint)}</code> with its own
+delivery and retries.</p>
+<p><a href="/console/events">All events</a></p>`,
+    { signedIn }
+  )
