@@ -13,12 +13,12 @@ import { ThrowawayPostgres, unavailableReason } from "./ThrowawayPostgres.ts"
 // machine shared with other suites. Only what the dead one had in flight may arrive twice: a copy the sink or
 // receiver saw before the kill ended and that came again counts against the dead instance (at most its SMTP
 // connections, MAIL_CONCURRENCY, and the endpoint's 16 delivery slots, as KillNine.test.ts argues); a second
-// copy of anything first seen after it is the survivor's, and there must be none. The survivor's p99 before
-// and after the kill are printed; with 2 cores shared with other suites a 2x bound is chance, so the test
-// asserts a robust one (LATENCY_FACTOR, default 5) and the docs say so.
+// copy of anything first seen after it is the survivor's, and there must be none. The survivor's p99 after the
+// kill is held to LATENCY_FACTOR (default 2) times its p99 before it: the same clients, and the dead one's share
+// of the machine freed, so it falls rather than rises (set a larger factor where neighbours make it noisy).
 const leaseMs = 60_000
 const marginMs = Number(process.env.MARGIN_MS ?? 10_000)
-const latencyFactor = Number(process.env.LATENCY_FACTOR ?? 5)
+const latencyFactor = Number(process.env.LATENCY_FACTOR ?? 2)
 const mailConcurrency = 32
 const perEndpoint = 16
 const clients = 8
@@ -146,10 +146,10 @@ describe.skipIf(unavailableReason !== undefined)("two instances, one killed with
       for (const { at, to } of smtp.received) mailCopies.set(to, [...(mailCopies.get(to) ?? []), at])
       const lost = [...acknowledged.keys()].filter((e) => !mailCopies.has(e))
       const undelivered = [...transfers.keys()].filter((t) => !firstEvent.has(t))
-      // What the survivor took over when the dead one's leases ended: acknowledged before the kill and arriving
+      // What the survivor took over when the dead one's leases ended: acknowledged before its exit and arriving
       // (again, or at last) more than half a lease after it, which only a lease's end explains. In ms after the kill.
       const takenOver = (acks: Map<string, number>, last: (k: string) => number | undefined) =>
-        [...acks].filter(([k, at]) => at < killAt && (last(k) ?? 0) > killAt + leaseMs / 2)
+        [...acks].filter(([k, at]) => at < dead && (last(k) ?? 0) > killAt + leaseMs / 2)
           .map(([k]) => last(k)! - killAt)
       const mailsTaken = takenOver(acknowledged, (e) => mailCopies.get(e)?.at(-1))
       const eventCopies = new Map<string, number>()
@@ -157,11 +157,11 @@ describe.skipIf(unavailableReason !== undefined)("two instances, one killed with
         eventCopies.set(event.data.object.id, hookCopies.get(id)?.at(-1) ?? 0)
       }
       const hooksTaken = takenOver(transfers, (t) => eventCopies.get(t))
-      // The longest any other item waited from its answer to its arrival.
+      // The longest an item acknowledged after the dead one's exit (so by the survivor) waited for its arrival.
       const waited = (acks: Map<string, number>, first: (k: string) => number | undefined) =>
         Math.max(
           0,
-          ...[...acks].filter(([k, at]) => at >= killAt && first(k) !== undefined).map(([k, at]) => first(k)! - at)
+          ...[...acks].filter(([k, at]) => at >= dead && first(k) !== undefined).map(([k, at]) => first(k)! - at)
         )
       // Every copy but the last of a mail or event sent more than once, by who sent it.
       const earlier = (copies: Map<string, Array<number>>) => [...copies.values()].flatMap((ats) => ats.slice(0, -1))
@@ -179,7 +179,7 @@ describe.skipIf(unavailableReason !== undefined)("two instances, one killed with
           `${hooksTaken.length} events, the last ${round(Math.max(0, ...hooksTaken))} ms (bound ${
             leaseMs + marginMs
           }); ` +
-          `acknowledged after the kill: the slowest mail ${
+          `acknowledged by the survivor after the kill: the slowest mail ${
             round(waited(acknowledged, (e) => mailCopies.get(e)?.[0]))
           } ms, ` +
           `event ${round(waited(transfers, (t) => firstEvent.get(t)))} ms; all in ${
