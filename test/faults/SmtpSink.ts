@@ -10,11 +10,12 @@ export interface ReceivedMail {
 
 // The SMTP sink in a process of its own (smtp-sink-process.mjs), so that the test's clients do not hold up its
 // answers: each copy's recipient and when it arrived, and the mails whose connection went on to a next MAIL
-// FROM (the client had read their 250).
-export const startSmtpSink = async () => {
+// FROM (the client had read their 250). `answerAfterMs` holds each 250 back that long, so that mails are in
+// flight at any moment of a load.
+export const startSmtpSink = async (answerAfterMs = 0) => {
   const received: Array<ReceivedMail> = []
   const followed = new Set<number>()
-  const child = fork(fileURLToPath(new URL("./smtp-sink-process.mjs", import.meta.url)))
+  const child = fork(fileURLToPath(new URL("./smtp-sink-process.mjs", import.meta.url)), [String(answerAfterMs)])
   const port = await new Promise<number>((ok, fail) => {
     child.once("error", fail)
     child.on("message", (message: { port?: number; received?: typeof received; followed?: Array<number> }) => {

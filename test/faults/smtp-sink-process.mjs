@@ -6,6 +6,8 @@
 // SMTP is lock-step, so the client had read those mails' 250. Batched per turn of its event loop.
 import { SMTPServer } from "smtp-server"
 
+// How long each 250 is held back (argv, default none).
+const answerAfterMs = Number(process.argv[2] ?? 0)
 let received = []
 let followed = []
 let mails = 0
@@ -45,7 +47,8 @@ const server = new SMTPServer({
       flush()
       for (const to of session.envelope.rcptTo) received.push({ to: to.address.toLowerCase(), at, mail })
       last.set(session.id, mail)
-      callback()
+      if (answerAfterMs > 0) setTimeout(callback, answerAfterMs)
+      else callback()
     })
   }
 })

@@ -18,6 +18,8 @@ export class WebhookReceiver {
   secret: string | undefined
   // Answered with this status instead of 204 while set (e.g. 500, or "hang" to never answer).
   failWith: number | "hang" | undefined
+  // Each verified delivery is answered this long after it arrived, so that deliveries are in flight under load.
+  answerAfterMs = 0
   private server: Server | undefined
   private readonly waiters = new Set<() => void>()
 
@@ -51,6 +53,7 @@ export class WebhookReceiver {
       event: JSON.parse(body)
     })
     for (const wake of this.waiters) wake()
+    if (this.answerAfterMs > 0) await new Promise((r) => setTimeout(r, this.answerAfterMs))
     return [204, ""]
   }
 
