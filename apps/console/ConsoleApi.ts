@@ -21,7 +21,8 @@ const EndpointForm = Schema.Struct(
   { csrf_token: field, url: field },
   Schema.Record({ key: Schema.String, value: Schema.String })
 ).pipe(HttpApiSchema.withEncoding({ kind: "UrlParams" }))
-const SignOutForm = Schema.Struct({ csrf_token: field }).pipe(HttpApiSchema.withEncoding({ kind: "UrlParams" }))
+// A form that carries only the session's token: sign out, and an endpoint's rotate or delete.
+const TokenForm = Schema.Struct({ csrf_token: field }).pipe(HttpApiSchema.withEncoding({ kind: "UrlParams" }))
 
 export class ConsoleApi extends HttpApiGroup.make("console")
   .add(HttpApiEndpoint.get("home", "/console").setHeaders(Cookies).addSuccess(Html))
@@ -34,7 +35,7 @@ export class ConsoleApi extends HttpApiGroup.make("console")
   .add(
     HttpApiEndpoint.post("signOut", "/console/sign-out")
       .setHeaders(Cookies)
-      .setPayload(SignOutForm)
+      .setPayload(TokenForm)
       .addSuccess(Html)
   )
   .add(
@@ -67,7 +68,7 @@ export class ConsoleApi extends HttpApiGroup.make("console")
     HttpApiEndpoint.post("webhookAction", "/console/webhooks/:id/:action")
       .setPath(Schema.Struct({ id: Schema.String, action: Schema.Literal("rotate", "delete") }))
       .setHeaders(Cookies)
-      .setPayload(SignOutForm)
+      .setPayload(TokenForm)
       .addSuccess(Html)
   )
   .add(

@@ -11,15 +11,20 @@ import { tempSqliteStore } from "../storage/TempSqlite.ts"
 
 const testLayer = () => SubscriberDirectory.Default.pipe(Layer.provideMerge(tempSqliteStore()))
 
+// `pages` full export pages of active subscribers, straight into the store, and their export.
+const pages = 20
+const activeExport = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  yield* sql`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${ExportPageSize * pages})
+    INSERT INTO subscriptions (email, email_key, name, feed, status, created_at, updated_at)
+    SELECT 'p' || i || '@example.com', 'p' || i || '@example.com', 'P' || i, 'default', 'active', 0, 0 FROM n`
+  return yield* (yield* SubscriberDirectory).exportFeed(FeedName.make("default"), "active")
+})
+
 describe("the subscribers export", () => {
   it.live("lets the event loop run between pages", () =>
     Effect.gen(function*() {
-      const sql = yield* SqlClient
-      const pages = 20
-      yield* sql`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${ExportPageSize * pages})
-        INSERT INTO subscriptions (email, email_key, name, feed, status, created_at, updated_at)
-        SELECT 'p' || i || '@example.com', 'p' || i || '@example.com', 'P' || i, 'default', 'active', 0, 0 FROM n`
-      const rows = yield* (yield* SubscriberDirectory).exportFeed(FeedName.make("default"), "active")
+      const rows = yield* activeExport
       let written = 0
       const seen: Array<number> = []
       const timer = setTimeout(() => seen.push(written), 0)
@@ -35,12 +40,7 @@ describe("the subscribers export", () => {
   // read from the store only when the reader asks for more, so a client that stops reading stops the export.
   it.live("reads a page only as the reader takes the last", () =>
     Effect.gen(function*() {
-      const sql = yield* SqlClient
-      const pages = 20
-      yield* sql`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${ExportPageSize * pages})
-        INSERT INTO subscriptions (email, email_key, name, feed, status, created_at, updated_at)
-        SELECT 'p' || i || '@example.com', 'p' || i || '@example.com', 'P' || i, 'default', 'active', 0, 0 FROM n`
-      const rows = yield* (yield* SubscriberDirectory).exportFeed(FeedName.make("default"), "active")
+      const rows = yield* activeExport
       let pulled = 0
       const counted = Stream.mapChunks(rows, (page) => (pulled++, page))
       const reader = Stream.toReadableStream(subscribersCsv(counted)).getReader()
