@@ -19,6 +19,14 @@ export const layer = Layer.effect(
       ...base,
       setSecret: (owner, id, secret) =>
         Effect.orDie(wrote(sql`UPDATE webhook_endpoints SET secret = ${secret} WHERE owner = ${owner} AND id = ${id}`)),
+      setDisabled: (owner, id, disabled) =>
+        Effect.orDie(wrote(
+          disabled === undefined
+            ? sql`UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL, failing_since = NULL,
+              retry_at = NULL, last_error = NULL WHERE owner = ${owner} AND id = ${id}`
+            : sql`UPDATE webhook_endpoints SET disabled_at = ${at(disabled.at)},
+              disabled_reason = ${disabled.reason.slice(0, 600)} WHERE owner = ${owner} AND id = ${id}`
+        )),
       target: (id) =>
         Effect.orDie(first(
           sql`SELECT url, secret, failing_since, retry_at, disabled_at FROM webhook_endpoints WHERE id = ${id}`,

@@ -58,6 +58,25 @@ export const layer = Layer.effect(
           if (e !== undefined) t.endpoints.set(id, { ...e, secret })
           return e !== undefined
         }),
+      setDisabled: (owner, id, disabled) =>
+        run(() => {
+          const e = endpoint(owner, id)
+          if (e === undefined) return false
+          const { retryAt: _, ...rest } = e
+          t.endpoints.set(
+            id,
+            disabled === undefined
+              ? {
+                ...rest,
+                failingSince: undefined,
+                lastError: undefined,
+                disabledAt: undefined,
+                disabledReason: undefined
+              }
+              : { ...e, disabledAt: disabled.at, disabledReason: disabled.reason.slice(0, 600) }
+          )
+          return true
+        }),
       listEvents: (owner, query) =>
         run(() => {
           const all = [...t.events.values()].filter((e) => e.owner === owner).sort(newestFirst((e) => e.createdAt))

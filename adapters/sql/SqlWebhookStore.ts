@@ -95,6 +95,13 @@ export const make = Effect.gen(function*() {
         Effect.map((rows) => rows.length > 0),
         Effect.orDie
       ),
+    setDisabled: (owner, id, disabled) =>
+      (disabled === undefined
+        ? sql`UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL, failing_since = NULL,
+          retry_at = NULL, last_error = NULL WHERE owner = ${owner} AND id = ${id} RETURNING id`
+        : sql`UPDATE webhook_endpoints SET disabled_at = ${at(disabled.at)},
+          disabled_reason = ${disabled.reason.slice(0, 600)} WHERE owner = ${owner} AND id = ${id} RETURNING id`)
+        .pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
     listEvents,
     getEvent: (owner, id) =>
       sql`SELECT id, type, created_at, body FROM events WHERE owner = ${owner} AND id = ${id}`.pipe(

@@ -21,7 +21,7 @@ const EndpointForm = Schema.Struct(
   { csrf_token: field, url: field },
   Schema.Record({ key: Schema.String, value: Schema.String })
 ).pipe(HttpApiSchema.withEncoding({ kind: "UrlParams" }))
-// A form that carries only the session's token: sign out, and an endpoint's rotate or delete.
+// A form that carries only the session's token: sign out, and an endpoint's rotate, disable, enable or delete.
 const TokenForm = Schema.Struct({ csrf_token: field }).pipe(HttpApiSchema.withEncoding({ kind: "UrlParams" }))
 
 export class ConsoleApi extends HttpApiGroup.make("console")
@@ -66,7 +66,7 @@ export class ConsoleApi extends HttpApiGroup.make("console")
   )
   .add(
     HttpApiEndpoint.post("webhookAction", "/console/webhooks/:id/:action")
-      .setPath(Schema.Struct({ id: Schema.String, action: Schema.Literal("rotate", "delete") }))
+      .setPath(Schema.Struct({ id: Schema.String, action: Schema.Literal("rotate", "disable", "enable", "delete") }))
       .setHeaders(Cookies)
       .setPayload(TokenForm)
       .addSuccess(Html)

@@ -278,12 +278,18 @@ export const ConsoleLive = group(ServedApi, "console", (handlers) =>
           if (!sessions.formTokenValid(session, payload.csrf_token)) {
             return showEndpoints(session, shown, { error: FormExpiredMessage, status: 403 })
           }
+          const owner = session.clientId!
           const done = path.action === "rotate"
             ? Effect.map(
-              webhooks.rotate(session.clientId!, path.id),
+              webhooks.rotate(owner, path.id),
               ({ endpoint, secret }) => secretPage(shown, endpoint, secret, "rotated")
             )
-            : Effect.as(webhooks.remove(session.clientId!, path.id), seeOther("/console/webhooks"))
+            : Effect.as(
+              path.action === "delete"
+                ? webhooks.remove(owner, path.id)
+                : (path.action === "disable" ? webhooks.disable : webhooks.enable)(owner, path.id),
+              seeOther("/console/webhooks")
+            )
           return Effect.catchTag(done, "EndpointNotFound", () => Effect.succeed(notFound(shown)))
         }))
       .handle("events", ({ headers, urlParams }) =>

@@ -26,12 +26,17 @@ const state = (e: WebhookEndpoint) =>
     ? `failing since ${time(e.failingSince)}${e.lastError === undefined ? "" : `: ${escape(e.lastError)}`}`
     : "enabled"
 
-const actions = (signedIn: SignedIn, e: WebhookEndpoint) =>
-  `<form class="inline" method="post" action="${href(e)}/rotate">${
+const button = (signedIn: SignedIn, e: WebhookEndpoint, action: string, label: string) =>
+  `<form class="inline" method="post" action="${href(e)}/${action}">${
     csrfField(signedIn.csrfToken)
-  }<button type="submit" aria-label="Rotate secret of ${e.id}">Rotate secret</button></form><form class="inline" method="post" action="${
-    href(e)
-  }/delete">${csrfField(signedIn.csrfToken)}<button type="submit" aria-label="Delete ${e.id}">Delete</button></form>`
+  }<button type="submit" aria-label="${label} ${e.id}">${label}</button></form>`
+
+const actions = (signedIn: SignedIn, e: WebhookEndpoint) =>
+  [
+    button(signedIn, e, "rotate", "Rotate secret"),
+    e.disabledAt === undefined ? button(signedIn, e, "disable", "Disable") : button(signedIn, e, "enable", "Enable"),
+    button(signedIn, e, "delete", "Delete")
+  ].join("")
 
 const addForm = (signedIn: SignedIn, types: ReadonlyArray<string>, form: AddForm) => {
   const checked = form.enabledEvents ?? []

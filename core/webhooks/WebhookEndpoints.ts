@@ -2,6 +2,7 @@ import { DateTime, Effect, Option } from "effect"
 import { randomId } from "../shared/RandomId.ts"
 import { Tokens } from "../shared/Tokens.ts"
 import {
+  DisabledByOwner,
   EndpointId,
   EndpointNotFound,
   type EventId,
@@ -66,6 +67,20 @@ export class WebhookEndpoints extends Effect.Service<WebhookEndpoints>()("Webhoo
           const secret = yield* newSecret
           if (!(yield* store.setSecret(owner, id, secret))) return yield* new EndpointNotFound()
           return { endpoint: yield* found(yield* store.getEndpoint(owner, id)), secret }
+        }),
+      // An endpoint its owner disabled gets no deliveries of new events, and its pending ones wait; enabled
+      // again, it starts with no failure on record and its pending deliveries go out.
+      disable: (owner: Owner, id: EndpointId) =>
+        Effect.gen(function*() {
+          const disabled = { at: yield* DateTime.now, reason: DisabledByOwner }
+          if (!(yield* store.setDisabled(owner, id, disabled))) return yield* new EndpointNotFound()
+          return yield* found(yield* store.getEndpoint(owner, id))
+        }),
+      enable: (owner: Owner, id: EndpointId) =>
+        Effect.gen(function*() {
+          if (!(yield* store.setDisabled(owner, id, undefined))) return yield* new EndpointNotFound()
+          yield* worker.wake
+          return yield* found(yield* store.getEndpoint(owner, id))
         }),
       events: (
         owner: Owner,

@@ -84,6 +84,13 @@ export interface WebhookStoreShape {
   readonly getEndpoint: (owner: Owner, id: EndpointId) => Effect.Effect<Option.Option<WebhookEndpoint>>
   readonly deleteEndpoint: (owner: Owner, id: EndpointId) => Effect.Effect<boolean>
   readonly setSecret: (owner: Owner, id: EndpointId, secret: string) => Effect.Effect<boolean>
+  // Disables an endpoint of the owner at `disabled.at` with that reason (its first 600 characters), or, with
+  // undefined, enables it again with no failure on record; false when the owner has no such endpoint.
+  readonly setDisabled: (
+    owner: Owner,
+    id: EndpointId,
+    disabled: { readonly at: DateTime.Utc; readonly reason: string } | undefined
+  ) => Effect.Effect<boolean>
   readonly listEvents: (
     owner: Owner,
     query: { readonly type?: EventType; readonly limit: number; readonly startingAfter?: EventId }
@@ -136,6 +143,9 @@ export const transferEventType = (status: string): EventType | undefined => {
   const type = `transfer.${status}`
   return (eventTypes as ReadonlyArray<string>).includes(type) ? (type as EventType) : undefined
 }
+
+// Why an endpoint its owner turned off is disabled.
+export const DisabledByOwner = "Disabled by its owner"
 
 // Why an endpoint that kept failing was disabled, as its owner reads it.
 export const disabledReason = (failingSince: DateTime.Utc, reason: string) =>

@@ -649,7 +649,7 @@ export interface paths {
         };
         /**
          * Get a webhook endpoint
-         * @description One of the key's endpoints, with its status (disabled after failing for days) and last error.
+         * @description One of the key's endpoints, with its status (disabled after failing for days, or by its owner in the console) and last error.
          */
         readonly get: operations["webhooks.get"];
         readonly put?: never;

@@ -426,7 +426,15 @@ describe.skipIf(inMemory)("the console's webhook endpoints", () => {
   const endpointsOf = async (key: string) => {
     const answer = await fetch(`${app.baseUrl}/webhook_endpoints`, { headers: { authorization: `Bearer ${key}` } })
     assert.strictEqual(answer.status, 200)
-    return ((await answer.json()) as { data: Array<{ id: string; url: string; enabled_events: Array<string> }> }).data
+    return ((await answer.json()) as {
+      data: Array<{
+        id: string
+        url: string
+        enabled_events: Array<string>
+        status: string
+        disabled_reason?: string
+      }>
+    }).data
   }
   const secretOn = (page: Answer) => /<code id="secret">(whsec_[^<]+)<\/code>/.exec(page.text)?.[1]
   const hostileUrl = "https://93.184.216.34/hook?x=\"><script>alert(1)</script>"
@@ -482,6 +490,31 @@ describe.skipIf(inMemory)("the console's webhook endpoints", () => {
     assert.lengthOf(await endpointsOf(m.api_key), 0)
   })
 
+  it("disables an endpoint, which the API then shows disabled by its owner, and enables it again", async () => {
+    const m = await merchant("console-hooks-off")
+    const browser = new ConsoleClient(app.appUrl)
+    await browser.signIn(m.api_key)
+    const csrf_token = ConsoleClient.token(await browser.get("/console/webhooks"))
+    await browser.post("/console/webhooks", { csrf_token, url: "https://93.184.216.34/hook", "*": "on" })
+    const [endpoint] = await endpointsOf(m.api_key)
+    assert.strictEqual(endpoint!.status, "enabled")
+    const off = await browser.post(`/console/webhooks/${endpoint!.id}/disable`, { csrf_token })
+    assert.strictEqual(off.status, 303)
+    const [disabled] = await endpointsOf(m.api_key)
+    assert.strictEqual(disabled!.status, "disabled")
+    assert.strictEqual(disabled!.disabled_reason, "Disabled by its owner")
+    const list = await browser.get("/console/webhooks")
+    assert.include(list.text, "Disabled by its owner")
+    assert.include(list.text, `action="/console/webhooks/${endpoint!.id}/enable"`)
+    assert.notInclude(list.text, `action="/console/webhooks/${endpoint!.id}/disable"`)
+    const on = await browser.post(`/console/webhooks/${endpoint!.id}/enable`, { csrf_token })
+    assert.strictEqual(on.status, 303)
+    const [enabled] = await endpointsOf(m.api_key)
+    assert.strictEqual(enabled!.status, "enabled")
+    assert.isUndefined(enabled!.disabled_reason)
+    assert.include((await browser.get("/console/webhooks")).text, `action="/console/webhooks/${endpoint!.id}/disable"`)
+  })
+
   it("refuses what the API refuses: a private address, another owner's types, no types", async () => {
     const m = await merchant("console-hooks-refused")
     const browser = new ConsoleClient(app.appUrl)
@@ -529,7 +562,7 @@ describe.skipIf(inMemory)("the console's webhook endpoints", () => {
       "*": "on"
     })
     const [endpoint] = await endpointsOf(m.api_key)
-    for (const action of ["rotate", "delete"]) {
+    for (const action of ["rotate", "disable", "enable", "delete"]) {
       const refused = await browser.post(`/console/webhooks/${endpoint!.id}/${action}`, { csrf_token: "x".repeat(43) })
       assert.strictEqual(refused.status, 403, action)
     }
@@ -538,7 +571,7 @@ describe.skipIf(inMemory)("the console's webhook endpoints", () => {
     const stranger = new ConsoleClient(app.appUrl)
     await stranger.signIn(other.api_key)
     const csrf_token = ConsoleClient.token(await stranger.get("/console/webhooks"))
-    for (const action of ["rotate", "delete"]) {
+    for (const action of ["rotate", "disable", "enable", "delete"]) {
       const theirs = await stranger.post(`/console/webhooks/${endpoint!.id}/${action}`, { csrf_token })
       assert.strictEqual(theirs.status, 404, action)
       assert.notMatch(theirs.text, /whsec_/)

@@ -75,6 +75,52 @@ export const webhookStoreContract = (
         assert.lengthOf(yield* store.listEndpoints(client), 1)
       })))
 
+    it.effect("an owner disables an endpoint, which then gets no new events, and enables it again", () =>
+      run(Effect.gen(function*() {
+        const store = yield* WebhookStore
+        const transfers = yield* TransferStore
+        yield* endpoint("mine", ["*"])
+        yield* endpoint("theirs", ["*"], other)
+        yield* store.endpointFailing(
+          endpointId("mine"),
+          { failingSince: at(0), retryAt: at(5), reason: "HTTP 500" },
+          undefined
+        )
+        assert.isFalse(yield* store.setDisabled(client, endpointId("theirs"), { at: at(9), reason: "no" }))
+        assert.isFalse(yield* store.setDisabled(client, endpointId("none"), undefined))
+        assert.isTrue(yield* store.setDisabled(client, endpointId("mine"), { at: at(9), reason: "Off for now" }))
+        const off = Option.getOrThrow(yield* store.getEndpoint(client, endpointId("mine")))
+        assert.strictEqual(DateTime.toEpochMillis(off.disabledAt!), T0 + 9)
+        assert.strictEqual(off.disabledReason, "Off for now")
+        assert.isTrue(Option.getOrThrow(yield* store.target(endpointId("mine"))).disabled)
+        // Disabled twice: the same answer, the newer reason.
+        assert.isTrue(yield* store.setDisabled(client, endpointId("mine"), { at: at(9), reason: "Off for now" }))
+        yield* transfers.record(transfer("paused", "approved"))
+        const later = DateTime.unsafeMake(Date.now() + 1000)
+        assert.lengthOf(yield* store.dueEndpoints(later, 10), 0)
+        assert.lengthOf(yield* store.claim(endpointId("mine"), later, later, 10), 0)
+        assert.isTrue(yield* store.setDisabled(client, endpointId("mine"), undefined))
+        // Enabled twice: the same answer.
+        assert.isTrue(yield* store.setDisabled(client, endpointId("mine"), undefined))
+        const on = Option.getOrThrow(yield* store.getEndpoint(client, endpointId("mine")))
+        assert.deepStrictEqual(
+          [on.disabledAt, on.disabledReason, on.failingSince, on.lastError],
+          [undefined, undefined, undefined, undefined]
+        )
+        const target = Option.getOrThrow(yield* store.target(endpointId("mine")))
+        assert.deepStrictEqual([target.disabled, target.retryAt, target.failingSince], [false, undefined, undefined])
+        yield* transfers.record(transfer("after", "approved"))
+        assert.deepStrictEqual(yield* store.dueEndpoints(later, 10), [endpointId("mine")])
+        const claimed = yield* store.claim(
+          endpointId("mine"),
+          later,
+          DateTime.addDuration(later, Duration.minutes(1)),
+          10
+        )
+        assert.lengthOf(claimed, 1)
+        assert.strictEqual(JSON.parse(claimed[0]!.body).data.object.reference, "ref-after")
+      })))
+
     it.effect("a final transfer's event goes to the owner's live endpoints that asked for its type", () =>
       run(Effect.gen(function*() {
         const store = yield* WebhookStore

@@ -125,7 +125,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
     HttpApiEndpoint.get("get", "/webhook_endpoints/:id").setPath(IdPath).addSuccess(EndpointView).addError(NotFound)
       .annotateContext(documented(
         "Get a webhook endpoint",
-        "One of the key's endpoints, with its status (disabled after failing for days) and last error."
+        "One of the key's endpoints, with its status (disabled after failing for days, or by its owner in the console) and last error."
       ))
   )
   .add(
