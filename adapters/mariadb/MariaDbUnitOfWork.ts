@@ -96,7 +96,7 @@ export const eventStatements = (sql: SqlClient) => ({
     const at = ms(e.createdAt)
     const deliveries = endpoints.map((id) => ({ event_id: e.id, endpoint_id: id, created_at: at, next_attempt_at: at }))
     return transactionOn(sql)(Effect.gen(function*() {
-      yield* sql.unsafe(insertEvent, [e.id, e.type, e.owner, at, e.body])
+      yield* sql.unsafe(insertEvent, [e.id, e.type, e.owner, at, e.body, e.subject ?? null])
       if (deliveries.length > 0) yield* sql`INSERT INTO webhook_deliveries ${sql.insert(deliveries)}`
     }))
   }

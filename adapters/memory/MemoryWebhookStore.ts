@@ -1,5 +1,5 @@
 import { DateTime, Effect, Layer, Option } from "effect"
-import { type EventId, type StoredEvent, WebhookStore } from "../../core/webhooks/Webhooks.ts"
+import { type EndpointId, type EventId, type StoredEvent, WebhookStore } from "../../core/webhooks/Webhooks.ts"
 import { atomically, MemoryDatabase, millis, newestFirst } from "./MemoryDatabase.ts"
 
 // The webhook store in memory, over MemoryDatabase's tables: the events the other memory stores write, their
@@ -90,6 +90,21 @@ export const layer = Layer.effect(
       getEvent: (owner, id) =>
         run(() =>
           Option.map(Option.fromNullable(t.events.get(id)).pipe(Option.filter((e) => e.owner === owner)), eventOf)
+        ),
+      eventsAbout: (owner, subject, limit) =>
+        run(() =>
+          [...t.events.values()].filter((e) => e.owner === owner && e.subject === subject)
+            .sort(newestFirst((e) => e.createdAt)).slice(0, limit).map((e) => ({
+              event: eventOf(e),
+              deliveries: [...t.deliveries.values()].filter((d) => d.eventId === e.id).map((d) => ({
+                endpointId: d.endpointId as EndpointId,
+                url: t.endpoints.get(d.endpointId)?.url ?? "",
+                attempts: d.attempts,
+                deliveredAt: d.deliveredAt,
+                nextAttemptAt: d.deliveredAt === undefined ? d.nextAttemptAt : undefined,
+                lastError: d.lastError
+              }))
+            }))
         ),
       resend: (owner, event, endpointId, now) =>
         run(() => {

@@ -37,13 +37,14 @@ const insertKeyAndTransfer = statement(
    SELECT EXISTS (SELECT 1 FROM k) AS key_inserted, EXISTS (SELECT 1 FROM t) AS transfer_inserted`
 )
 
-// insertTransfer, then insertEvent (the event, then its deliveries) only if the transfer was inserted.
+// insertTransfer, then insertEvent (the event, then its deliveries) only if the transfer was inserted; the event's
+// subject last.
 const insertTransferAndEvent = statement(
   "insert_transfer_and_event",
   `WITH t AS (
      INSERT INTO transfers (${fields.join(", ")}) VALUES (${values})
      ON CONFLICT (client_id, reference) DO NOTHING RETURNING 1
-   ), ${pgAudienceEventCtes(n + 1, "EXISTS (SELECT 1 FROM t)")}
+   ), ${pgAudienceEventCtes(n + 1, n + 7, "EXISTS (SELECT 1 FROM t)")}
    SELECT EXISTS (SELECT 1 FROM t) AS inserted`
 )
 
@@ -57,13 +58,13 @@ export const pgAddToBalance = `INSERT INTO balances (client_id, merchant_id, cur
   VALUES ($1, $2, $3, $4::bigint)
   ON CONFLICT (client_id, merchant_id, currency) DO UPDATE SET amount = balances.amount + EXCLUDED.amount`
 
-// updateOutcome; insertEvent (the event, then its deliveries) and addToBalance (merchant $17, currency $18, amount
-// $19) only if the outcome was written; then the answer onto the key ($15) or onto the waiting keys of the request
-// hash ($16), whichever is given.
+// updateOutcome; insertEvent (the event, then its deliveries; its subject $20) and addToBalance (merchant $17,
+// currency $18, amount $19) only if the outcome was written; then the answer onto the key ($15) or onto the waiting
+// keys of the request hash ($16), whichever is given.
 const settle = statement(
   "settle",
   `WITH s AS (${updateOutcomeSql}), ${
-    pgAudienceEventCtes(8, "$8::text IS NOT NULL AND EXISTS (SELECT 1 FROM s)")
+    pgAudienceEventCtes(8, 20, "$8::text IS NOT NULL AND EXISTS (SELECT 1 FROM s)")
   }, b AS (
      INSERT INTO balances (client_id, merchant_id, currency, amount)
      SELECT $14::text, $17::text, $18::text, $19::bigint WHERE $19::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM s)
@@ -92,7 +93,8 @@ export const pgCombined = (direct: PgDirectShape): CombinedOperations => ({
   insertTransferAndEvent: (t, { audience, event }) =>
     direct.query<{ inserted: boolean }>(insertTransferAndEvent, [
       ...Object.values(transferRow(t, time)),
-      ...pgAudienceValues(event, audience)
+      ...pgAudienceValues(event, audience),
+      event.subject ?? null
     ]).pipe(Effect.map(([row]) => row!.inserted), Effect.orDie),
   settle: ({ answer, balance, event, from, transfer: t }) =>
     direct.query<{ changed: boolean }>(settle, [
@@ -105,6 +107,7 @@ export const pgCombined = (direct: PgDirectShape): CombinedOperations => ({
       answer !== undefined && "waiting" in answer ? answer.waiting : null,
       balance?.merchantId ?? null,
       balance?.currency ?? null,
-      balance?.amount ?? null
+      balance?.amount ?? null,
+      event?.event.subject ?? null
     ]).pipe(Effect.map(([row]) => row!.changed), Effect.orDie)
 })

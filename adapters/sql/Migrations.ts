@@ -3,6 +3,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, Duration, Effect } from "effect"
 import { m0010_balances } from "./BalanceMigration.ts"
 import { Dialect } from "./Dialect.ts"
+import { m0016_event_subjects } from "./EventSubjectMigration.ts"
 import { m0011_indexes } from "./IndexMigration.ts"
 import { m0009_refunds } from "./RefundMigration.ts"
 import { m0012_console_sessions } from "./SessionMigration.ts"
@@ -311,7 +312,8 @@ export const migrations = Migrator.fromRecord({
   "0010_balances": m0010_balances,
   "0011_indexes": m0011_indexes,
   "0012_console_sessions": m0012_console_sessions,
-  "0013_transfer_filters": m0013_transfer_filters
+  "0013_transfer_filters": m0013_transfer_filters,
+  "0016_event_subjects": m0016_event_subjects
 })
 
 const migrate = Migrator.make({})({ loader: migrations })

@@ -108,6 +108,27 @@ export const make = Effect.gen(function*() {
         Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), eventOf)),
         Effect.orDie
       ),
+    eventsAbout: (owner, subject, limit) =>
+      Effect.gen(function*() {
+        const events = (yield* sql`SELECT id, type, created_at, body FROM events
+          WHERE owner = ${owner} AND subject = ${subject} ORDER BY created_at DESC, id DESC LIMIT ${limit}`)
+          .map(eventOf)
+        if (events.length === 0) return []
+        const rows = yield* sql`SELECT d.event_id, d.endpoint_id, e.url, d.attempts, d.delivered_at, d.next_attempt_at,
+          d.last_error FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+          WHERE ${sql.in("d.event_id", events.map((e) => e.id))} ORDER BY d.id`
+        return events.map((event) => ({
+          event,
+          deliveries: rows.filter((r: any) => r.event_id === event.id).map((r: any) => ({
+            endpointId: r.endpoint_id,
+            url: r.url,
+            attempts: Number(r.attempts),
+            deliveredAt: utcOrUndefined(r.delivered_at),
+            nextAttemptAt: r.delivered_at === null ? utcOrUndefined(r.next_attempt_at) : undefined,
+            lastError: r.last_error ?? undefined
+          }))
+        }))
+      }).pipe(Effect.orDie),
     resend: (owner, event, endpoint, now) =>
       sql`INSERT INTO webhook_deliveries (event_id, endpoint_id, created_at, next_attempt_at)
         SELECT ev.id, e.id, ${at(now)}, ${at(now)} FROM events ev, webhook_endpoints e

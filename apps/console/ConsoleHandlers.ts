@@ -15,7 +15,7 @@ import { currentRequestId } from "../http/pipeline/Edge.ts"
 import { CreateEndpointPayload } from "../http/webhooks/WebhooksApi.ts"
 import { ServedApi } from "./ConsoleApi.ts"
 import { consolePage, seeOther, type SignedIn } from "./ConsolePage.ts"
-import { eventsPage, resentPage } from "./EventPages.ts"
+import { eventsPage, resentPage, transferEvents } from "./EventPages.ts"
 import { refundRefusal, refusalStatus } from "./RefundRefusals.ts"
 import { FormExpiredMessage, signInPage, SignInRefusedMessage } from "./SignInPage.ts"
 import { transferPage, transfersPage } from "./TransferPages.ts"
@@ -34,6 +34,7 @@ const isIdempotencyKey = Schema.is(IdempotencyKey)
 const isEndpointId = Schema.is(EndpointId)
 const isEventId = Schema.is(EventId)
 const EventsPerPage = 25
+const EventsPerTransfer = 100
 // The API's own check of an endpoint's URL, with its message.
 const urlProblem = (url: string) =>
   Either.match(Schema.decodeUnknownEither(CreateEndpointPayload.fields.url)(url), {
@@ -114,8 +115,9 @@ export const ConsoleLive = group(ServedApi, "console", (handlers) =>
         const found = yield* transfers.get(client, id)
         if (Option.isNone(found)) return notFound(shown)
         const { data, hasMore } = yield* refunds.list(client, id, { limit: 100 })
+        const events = transferEvents(yield* webhooks.eventsAbout(client, id, EventsPerTransfer), EventsPerTransfer)
         const idempotencyKey = `console_${yield* tokens.issue}`
-        return transferPage(shown, found.value, data, hasMore, { ...form, idempotencyKey })
+        return transferPage(shown, found.value, data, hasMore, events, { ...form, idempotencyKey })
       })
 
     // The merchant's endpoints, with the add form (again with what was typed and why it was refused).

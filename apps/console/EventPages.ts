@@ -1,6 +1,6 @@
 import { DateTime } from "effect"
 import { escapeHtml as escape } from "../../core/subscriptions/ConfirmationMail.ts"
-import type { StoredEvent, WebhookEndpoint } from "../../core/webhooks/Webhooks.ts"
+import type { DeliveryState, EventDeliveries, StoredEvent, WebhookEndpoint } from "../../core/webhooks/Webhooks.ts"
 import { consolePage, csrfField, type SignedIn } from "./ConsolePage.ts"
 
 // The merchant's events, newest first, each with a form that sends it again to one of the merchant's endpoints.
@@ -73,3 +73,31 @@ delivery and retries.</p>
 <p><a href="/console/events">All events</a></p>`,
     { signedIn }
   )
+
+// A transfer's events (its refunds' included) on its page, each with its deliveries: the endpoint, the attempts
+// made, and when it was delivered or, until then, when it is tried next and why the last attempt failed (the
+// receiver's status code, or what the network did).
+const deliveryState = (d: DeliveryState) =>
+  d.deliveredAt !== undefined
+    ? `delivered ${time(d.deliveredAt)}`
+    : `${d.lastError === undefined ? "pending" : `failed: ${escape(d.lastError)}`}${
+      d.nextAttemptAt === undefined ? "" : `; next attempt ${time(d.nextAttemptAt)}`
+    }`
+
+export const transferEvents = (events: ReadonlyArray<EventDeliveries>, limit: number) =>
+  events.length === 0
+    ? "<p>No events.</p>"
+    : `<table><caption>Events and their webhook deliveries, newest first</caption>
+<thead><tr><th scope="col">Event</th><th scope="col">Type</th><th scope="col">Time</th><th scope="col">Endpoint</th><th scope="col">Attempts</th><th scope="col">State</th></tr></thead>
+<tbody>
+${
+      events.flatMap(({ deliveries, event: e }) => {
+        const head = `<td><code>${e.id}</code></td><td>${e.type}</td><td>${time(e.createdAt)}</td>`
+        return deliveries.length === 0
+          ? [`<tr>${head}<td colspan="3">No endpoint asked for it.</td></tr>`]
+          : deliveries.map((d) =>
+            `<tr>${head}<td>${escape(d.url)}</td><td>${d.attempts}</td><td>${deliveryState(d)}</td></tr>`
+          )
+      }).join("\n")
+    }
+</tbody></table>${events.length >= limit ? `<p>Only the latest ${limit} events are shown.</p>` : ""}`

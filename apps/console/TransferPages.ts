@@ -125,6 +125,7 @@ export const transferPage = (
   t: Transfer,
   refunds: ReadonlyArray<Refund>,
   more: boolean,
+  events: string,
   form?: RefundForm
 ) => {
   const card = t.sender.card
@@ -167,6 +168,8 @@ ${
         }
 </tbody></table>${more ? "<p>Only the latest 100 refunds are shown.</p>" : ""}`
     }
+<h2>Events</h2>
+${events}
 <p><a href="/console/transfers">All transfers</a></p>`,
     { signedIn, status: form?.status ?? 200 }
   )

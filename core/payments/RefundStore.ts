@@ -126,7 +126,14 @@ export const make = Effect.gen(function*() {
               if (refund.status === "failed") yield* moveRefunded(tx, refund, -refund.amount)
               yield* emit(
                 tx,
-                newEvent(eventId as EventId, refundEventType(from), refund.clientId, views.refund(refund), now)
+                newEvent(
+                  eventId as EventId,
+                  refundEventType(from),
+                  refund.clientId,
+                  views.refund(refund),
+                  now,
+                  refund.transferId
+                )
               )
             }
             if (refund.idempotencyKey !== undefined && refund.status !== "pending") {

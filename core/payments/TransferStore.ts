@@ -177,7 +177,7 @@ export const make = Effect.gen(function*() {
     const type = transferEventType(t.status)
     return type === undefined ? Effect.succeed(undefined) : Effect.map(
       Effect.zip(randomId("evt_"), DateTime.now),
-      ([id, now]) => newEvent(id as EventId, type, t.clientId, views.transfer(t), now)
+      ([id, now]) => newEvent(id as EventId, type, t.clientId, views.transfer(t), now, t.id)
     )
   }
 

@@ -9,6 +9,9 @@ export interface NewEvent {
   readonly owner: Owner
   readonly createdAt: DateTime.Utc
   readonly body: string
+  // What the event is about, for finding it again (a transfer's events, its refunds' included); none for events
+  // no page lists by subject.
+  readonly subject: string | undefined
 }
 
 // An endpoint of the owner that is not disabled, with the types it asked for.
@@ -24,12 +27,20 @@ export interface EventTx {
   readonly insertEvent: (event: NewEvent, endpoints: ReadonlyArray<EndpointId>) => Effect.Effect<void>
 }
 
-export const newEvent = (id: EventId, type: EventType, owner: Owner, object: unknown, now: DateTime.Utc): NewEvent => ({
+export const newEvent = (
+  id: EventId,
+  type: EventType,
+  owner: Owner,
+  object: unknown,
+  now: DateTime.Utc,
+  subject?: string
+): NewEvent => ({
   id,
   type,
   owner,
   createdAt: now,
-  body: JSON.stringify({ id, type, created: DateTime.formatIso(now), data: { object } })
+  body: JSON.stringify({ id, type, created: DateTime.formatIso(now), data: { object } }),
+  subject
 })
 
 // Who gets an event: the owner's live endpoints that enabled any of `anyOf`, its own type or every type (`*`).

@@ -86,6 +86,8 @@ export class WebhookEndpoints extends Effect.Service<WebhookEndpoints>()("Webhoo
         owner: Owner,
         query: { readonly type?: EventType; readonly limit: number; readonly startingAfter?: EventId }
       ) => store.listEvents(owner, query),
+      // The owner's latest events about a transfer (its own and its refunds'), each with its deliveries.
+      eventsAbout: (owner: Owner, subject: string, limit: number) => store.eventsAbout(owner, subject, limit),
       event: (owner: Owner, id: EventId) =>
         Effect.flatMap(
           store.getEvent(owner, id),

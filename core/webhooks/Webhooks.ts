@@ -47,6 +47,21 @@ export interface StoredEvent {
   readonly body: string
 }
 
+// One delivery of an event as its owner reads it: to which endpoint, how many attempts so far, and when it was
+// delivered or, until then, when it is tried next and why the last attempt failed.
+export interface DeliveryState {
+  readonly endpointId: EndpointId
+  readonly url: string
+  readonly attempts: number
+  readonly deliveredAt: DateTime.Utc | undefined
+  readonly nextAttemptAt: DateTime.Utc | undefined
+  readonly lastError: string | undefined
+}
+export interface EventDeliveries {
+  readonly event: StoredEvent
+  readonly deliveries: ReadonlyArray<DeliveryState>
+}
+
 // A delivery claimed for sending, with what sending it needs.
 export interface Delivery {
   readonly id: number
@@ -96,6 +111,8 @@ export interface WebhookStoreShape {
     query: { readonly type?: EventType; readonly limit: number; readonly startingAfter?: EventId }
   ) => Effect.Effect<{ readonly data: ReadonlyArray<StoredEvent>; readonly hasMore: boolean }>
   readonly getEvent: (owner: Owner, id: EventId) => Effect.Effect<Option.Option<StoredEvent>>
+  // The owner's latest `limit` events about `subject` (NewEvent's), newest first, each with its deliveries.
+  readonly eventsAbout: (owner: Owner, subject: string, limit: number) => Effect.Effect<ReadonlyArray<EventDeliveries>>
   // A new delivery of an event to an endpoint of the same owner; false when either is missing.
   readonly resend: (owner: Owner, event: EventId, endpoint: EndpointId, now: DateTime.Utc) => Effect.Effect<boolean>
   // Endpoints with deliveries due and no backoff in force.

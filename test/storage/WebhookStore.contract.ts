@@ -121,6 +121,45 @@ export const webhookStoreContract = (
         assert.strictEqual(JSON.parse(claimed[0]!.body).data.object.reference, "ref-after")
       })))
 
+    it.effect("a transfer's events, newest first, each with its deliveries' attempts and state", () =>
+      run(Effect.gen(function*() {
+        const store = yield* WebhookStore
+        const transfers = yield* TransferStore
+        yield* endpoint("first", ["*"])
+        yield* endpoint("second", ["transfer.approved"])
+        const paid = transfer("about", "approved")
+        yield* transfers.record(paid)
+        yield* transfers.record(transfer("another", "approved"))
+        assert.lengthOf(yield* store.eventsAbout(other, paid.id, 10), 0)
+        assert.lengthOf(yield* store.eventsAbout(client, "tr_none", 10), 0)
+        const [about, ...rest] = yield* store.eventsAbout(client, paid.id, 10)
+        assert.lengthOf(rest, 0)
+        assert.strictEqual(about!.event.type, "transfer.approved")
+        assert.strictEqual(JSON.parse(about!.event.body).data.object.id, paid.id)
+        assert.sameMembers(about!.deliveries.map((d) => d.url), [
+          "https://hooks.example/first",
+          "https://hooks.example/second"
+        ])
+        for (const d of about!.deliveries) {
+          assert.deepStrictEqual([d.attempts, d.deliveredAt, d.lastError], [0, undefined, undefined])
+          assert.isDefined(d.nextAttemptAt)
+        }
+        const now = DateTime.unsafeMake(Date.now() + 1000)
+        const [toFirst] = yield* store.claim(endpointId("first"), now, now, 10)
+        const [toSecond] = yield* store.claim(endpointId("second"), now, now, 10)
+        yield* store.failed(toFirst!.id, DateTime.addDuration(now, Duration.minutes(5)), "HTTP 503")
+        yield* store.delivered([toSecond!.id], now)
+        const [after] = yield* store.eventsAbout(client, paid.id, 10)
+        const byEndpoint = new Map(after!.deliveries.map((d) => [d.endpointId, d]))
+        const failing = byEndpoint.get(endpointId("first"))!
+        assert.deepStrictEqual([failing.attempts, failing.lastError, failing.deliveredAt], [1, "HTTP 503", undefined])
+        assert.strictEqual(DateTime.toEpochMillis(failing.nextAttemptAt!), DateTime.toEpochMillis(now) + 300_000)
+        const delivered = byEndpoint.get(endpointId("second"))!
+        assert.strictEqual(delivered.attempts, 1)
+        assert.strictEqual(DateTime.toEpochMillis(delivered.deliveredAt!), DateTime.toEpochMillis(now))
+        assert.isUndefined(delivered.nextAttemptAt)
+      })))
+
     it.effect("a final transfer's event goes to the owner's live endpoints that asked for its type", () =>
       run(Effect.gen(function*() {
         const store = yield* WebhookStore

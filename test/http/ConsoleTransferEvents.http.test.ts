@@ -1,0 +1,95 @@
+// Black-box: a transfer's page in the console lists the transfer's events and its refunds', each with its
+// webhook deliveries (the endpoint, the attempts, delivered or why the last attempt failed), over the app's real
+// socket, with two real receivers: one that verifies and accepts, one that answers 503.
+import { assert, describe, it } from "@effect/vitest"
+import { afterAll, beforeAll } from "vitest"
+import { AppProcess } from "../support/AppProcess.ts"
+import { createClient, MerchantApi, transferBody, uniqueReference, unlimitedEnv } from "../support/Payments.ts"
+import { webhookEnv, WebhookReceiver } from "../support/WebhookReceiver.ts"
+import { type Answer, ConsoleClient } from "./ConsoleClient.ts"
+
+let app: AppProcess
+let accepting: WebhookReceiver
+let refusing: WebhookReceiver
+beforeAll(async () => {
+  accepting = await WebhookReceiver.start()
+  refusing = await WebhookReceiver.start()
+  refusing.failWith = 503
+  app = await AppProcess.start({ env: { ...unlimitedEnv, ...webhookEnv, CONSOLE_SIGNIN_RATE_LIMIT: "0" } })
+})
+afterAll(async () => {
+  await app?.stop()
+  await accepting?.down()
+  await refusing?.down()
+})
+
+const addEndpoint = async (key: string, url: string) => {
+  const answer = await fetch(`${app.baseUrl}/webhook_endpoints`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ url, enabled_events: ["*"] })
+  })
+  assert.strictEqual(answer.status, 201)
+  return ((await answer.json()) as { secret: string }).secret
+}
+
+// The page's delivery rows: event id, type, endpoint URL, attempts and state, as text.
+const rows = (page: Answer) =>
+  [...page.text.matchAll(
+    /<tr><td><code>(evt_\w+)<\/code><\/td><td>([\w.]+)<\/td><td>.*?<\/td><td>(.*?)<\/td><td>(\d+)<\/td><td>(.*?)<\/td><\/tr>/g
+  )]
+    .map(([, event, type, url, attempts, state]) => ({ event, type, url, attempts: Number(attempts), state }))
+
+describe("a transfer's page in the console", () => {
+  it("lists its events and its refunds', each with its deliveries' attempts and what the receiver answered", async () => {
+    const m = await createClient(app, "console-transfer-events")
+    const api = new MerchantApi(app.baseUrl, m.api_key)
+    accepting.secret = await addEndpoint(m.api_key, accepting.url)
+    await addEndpoint(m.api_key, refusing.url)
+    const made = await api.create(transferBody({ reference: uniqueReference("events") }))
+    assert.strictEqual(made.status, 201, made.text)
+    const transfer = made.json.payment_transfer as { id: string }
+    const refunded = await api.refund(transfer.id, { amount: "1.00" })
+    assert.strictEqual(refunded.status, 201, refunded.text)
+    await accepting.waitFor((all) =>
+      all.some((r) => r.event.type === "transfer.approved" && r.event.data.object.id === transfer.id) &&
+      all.some((r) => r.event.type === "refund.created" && r.event.data.object.transfer === transfer.id)
+    )
+    const approved = accepting.ofType("transfer.approved").find((r) => r.event.data.object.id === transfer.id)!
+    const refund = accepting.ofType("refund.created").find((r) => r.event.data.object.transfer === transfer.id)!
+
+    const browser = new ConsoleClient(app.appUrl)
+    await browser.signIn(m.api_key)
+    // The refusing endpoint's first attempts end a moment after the accepting one's.
+    let page = await browser.get(`/console/transfers/${transfer.id}`)
+    for (let i = 0; i < 40 && rows(page).filter((r) => r.state.startsWith("failed")).length < 2; i++) {
+      await new Promise((r) => setTimeout(r, 250))
+      page = await browser.get(`/console/transfers/${transfer.id}`)
+    }
+    assert.strictEqual(page.status, 200)
+    const shown = rows(page)
+    assert.deepStrictEqual(
+      shown.map((r) => [r.event, r.type, r.url]).sort(),
+      [
+        [approved.id, "transfer.approved", accepting.url],
+        [approved.id, "transfer.approved", refusing.url],
+        [refund.id, "refund.created", accepting.url],
+        [refund.id, "refund.created", refusing.url]
+      ].sort()
+    )
+    assert.strictEqual(shown[0]!.event, refund.id, "newest first")
+    for (const row of shown) {
+      assert.strictEqual(row.attempts, 1, `${row.type} to ${row.url}`)
+      if (row.url === accepting.url) assert.match(row.state, /^delivered <time/)
+      else assert.match(row.state, /^failed: HTTP 503; next attempt <time/)
+    }
+
+    // Another merchant's transfer page, events included, is not theirs to see.
+    const other = await createClient(app, "console-transfer-events-other")
+    const stranger = new ConsoleClient(app.appUrl)
+    await stranger.signIn(other.api_key)
+    const theirs = await stranger.get(`/console/transfers/${transfer.id}`)
+    assert.strictEqual(theirs.status, 404)
+    assert.notInclude(theirs.text, approved.id)
+  })
+})
