@@ -37,10 +37,14 @@ export const launchBrowser = (): Promise<Browser> => {
 // A phone's screen.
 export const Phone = { viewport: { width: 390, height: 844 }, hasTouch: true }
 
-const screenshots = resolve(import.meta.dirname, "../../test-results/browser")
+// Screenshots go to test-results/browser/, named by runtime; with SCREENSHOTS_DIR (`npm run screenshots`, which
+// makes docs/console/), to that folder by page name alone.
+const screenshotsDir = process.env.SCREENSHOTS_DIR
+const screenshots = resolve(import.meta.dirname, "../..", screenshotsDir ?? "test-results/browser")
 export const screenshot = async (page: Page, name: string) => {
   mkdirSync(screenshots, { recursive: true })
-  await page.screenshot({ path: join(screenshots, `${process.env.APP_RUNTIME ?? "node"}-${name}.png`), fullPage: true })
+  const file = screenshotsDir === undefined ? `${process.env.APP_RUNTIME ?? "node"}-${name}.png` : `${name}.png`
+  await page.screenshot({ path: join(screenshots, file), fullPage: true })
 }
 
 const axePath = createRequire(import.meta.url).resolve("axe-core/axe.min.js")
