@@ -19,6 +19,9 @@
 //                           baseline-hooks and, with --postgres, baseline-pg likewise)
 //   --soak[=S]              instead of the rounds: the memory budget over S seconds (600) of every scenario in
 //                           turn, on the Node app (and the Deno app with --deno): bench/soak.mjs
+//   --large[=N]             instead of the rounds: the scenarios on a young database, then with N transfers
+//                           (1,000,000) and N/2 subscribers written into it, and its export; SQLite, and
+//                           PostgreSQL with --postgres (--duration 5, --connections 10): bench/large.mjs
 //   --pin                   every target on the first CPU, this process (the load generator) and the sinks on
 //                           the others (taskset), so a webhook receiver does not share the service's core
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -72,7 +75,8 @@ const known = [
   "scenarios",
   "targets",
   "pin",
-  "soak"
+  "soak",
+  "large"
 ]
 for (const a of argv) {
   if (!known.includes(a.replace(/^--/, "").split("=")[0])) {
@@ -89,6 +93,17 @@ if (argv.some((a) => a === "--soak" || a.startsWith("--soak="))) {
     only: value("targets")?.split(",")
   })
   process.exit(results.every((r) => r.flat && r.withinBudget && r.unexpected === 0) ? 0 : 1)
+}
+if (argv.some((a) => a === "--large" || a.startsWith("--large="))) {
+  const { large } = await import("./large.mjs")
+  const passed = await large({
+    transfers: Number(value("large") ?? 1_000_000),
+    postgres: flag("postgres"),
+    durationS: Number(value("duration") ?? 5),
+    warmupS: Number(value("warmup") ?? 1),
+    connections: Number(value("connections") ?? 10)
+  })
+  process.exit(passed ? 0 : 1)
 }
 const quick = flag("quick")
 const options = {

@@ -349,6 +349,25 @@ const startSink = (file, port) =>
     })
   })
 
+// bench/healthz-probe.mjs against baseUrl: a request every `everyMs` ms, `requests` ([{ path, headers }]) in turn;
+// take() answers the latencies by path since the last take, and how many were not sent (too many waiting).
+export const startProbe = (baseUrl, everyMs, requests = [{ path: "/healthz" }]) => {
+  const child = track(
+    fork(join(root, "bench/healthz-probe.mjs"), [baseUrl, String(everyMs), JSON.stringify(requests)], {
+      stdio: ["ignore", "ignore", "inherit", "ipc"]
+    })
+  )
+  return {
+    pid: child.pid,
+    take: () =>
+      new Promise((ok) => {
+        child.once("message", ok)
+        child.send({ type: "take" })
+      }),
+    stop: () => killGroup(child, "SIGTERM")
+  }
+}
+
 // ---- targets
 
 // The Node app as `npm start` runs it: `node [flags] dist/node/main.mjs` once `npm run build` (scripts/build.mjs)
@@ -713,6 +732,32 @@ export const scenarios = {
     title: "GET /healthz (200, no work: the cost of the HTTP stack alone)",
     expect: 200,
     requests: () => [{ method: "GET", path: "/healthz" }]
+  },
+  // The large-data mode's reads (bench/large.mjs), in none of the default sets.
+  balance: {
+    title: "GET /merchant/balance (200, the kept balances)",
+    expect: 200,
+    requests: (
+      ctx
+    ) => [{ method: "GET", path: "/merchant/balance", headers: { authorization: `Bearer ${ctx.apiKey}` } }]
+  },
+  transfersPage: {
+    title: "GET /merchant/transfers/payment?limit=100, from ctx.pageAfter when set (200, a page)",
+    expect: 200,
+    requests: (ctx) => [{
+      method: "GET",
+      path: `/merchant/transfers/payment?limit=100${ctx.pageAfter ? `&starting_after=${ctx.pageAfter}` : ""}`,
+      headers: { authorization: `Bearer ${ctx.apiKey}` }
+    }]
+  },
+  pendingSubscribers: {
+    title: "GET /subscriptions?status=pending&limit=100, admin key (200, a page)",
+    expect: 200,
+    requests: (ctx) => [{
+      method: "GET",
+      path: "/subscriptions?status=pending&limit=100",
+      headers: { authorization: `Bearer ${ctx.adminKey}` }
+    }]
   },
   subscribe: {
     title: "POST /subscribe form, new address each request (200, subscription + outbox row)",

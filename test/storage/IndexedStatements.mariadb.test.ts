@@ -16,7 +16,7 @@ import { EventViewsLive } from "../../apps/http/webhooks/EventViewsLive.ts"
 import { storesOver } from "../../core/shared/Stores.ts"
 import type { EventViews } from "../../core/webhooks/EventViews.ts"
 import { createTestDatabase, mariadbEnabled, mariadbSkipReason, type TestDatabase } from "../support/MariaDb.ts"
-import { Capture, captureMariaDb, growing, type Issued, serviceStatements } from "./IndexedStatements.ts"
+import { Capture, captureMariaDb, growing, type Issued, readBacklogs, serviceStatements } from "./IndexedStatements.ts"
 import { withSqlRawRows } from "./RawRows.ts"
 import { refundStoreContract } from "./RefundStore.contract.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
@@ -176,6 +176,15 @@ describe.skipIf(!mariadbEnabled)(
     refundStoreContract("MariaDB", withSqlRawRows(() => onShared(stores)))
     subscriptionStoreContract("MariaDB", withSqlRawRows(() => onShared(stores)))
     webhookStoreContract("MariaDB", () => onShared(Layer.merge(stores, MariaDbWebhookStore)))
+    it.scoped("the /metrics backlogs", () =>
+      Effect.gen(function*() {
+        const database = yield* Effect.acquireRelease(
+          Effect.promise(() => createTestDatabase()),
+          (d) => Effect.promise(() => d.drop())
+        )
+        const backlogs = yield* readBacklogs(MariaDbClient(Redacted.make(database.url)))
+        assert.strictEqual(backlogs.mail.depth, 0)
+      }))
 
     it("none reads rows of a growing table it does not return, beyond a page", async () => {
       const statements = serviceStatements(capture, migrations).filter((s) => !byEmptying(s.sql))

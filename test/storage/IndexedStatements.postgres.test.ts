@@ -11,8 +11,8 @@ import { afterAll, beforeAll } from "vitest"
 import { layer as PgClientLayer } from "../../adapters/postgres/PgClient.ts"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
 import { createTestDatabase, postgresEnabled, postgresSkipReason, type TestDatabase } from "../support/Postgres.ts"
-import { Capture, capturePostgres, growing, type Issued, serviceStatements } from "./IndexedStatements.ts"
-import { tempPgStores, tempPgWebhookStores } from "./PgStores.ts"
+import { Capture, capturePostgres, growing, type Issued, readBacklogs, serviceStatements } from "./IndexedStatements.ts"
+import { pgClient, tempDatabase, tempPgStores, tempPgWebhookStores } from "./PgStores.ts"
 import { withSqlRawRows } from "./RawRows.ts"
 import { refundStoreContract } from "./RefundStore.contract.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
@@ -138,6 +138,11 @@ describe.skipIf(!postgresEnabled)(
     refundStoreContract("PostgreSQL", withSqlRawRows(tempPgStores))
     subscriptionStoreContract("PostgreSQL", withSqlRawRows(tempPgStores))
     webhookStoreContract("PostgreSQL", tempPgWebhookStores)
+    it.scoped("the /metrics backlogs", () =>
+      Effect.gen(function*() {
+        const backlogs = yield* readBacklogs(pgClient((yield* tempDatabase).url))
+        assert.strictEqual(backlogs.mail.depth, 0)
+      }))
 
     it("none reads rows of a growing table it does not return, beyond a page", async () => {
       const statements = serviceStatements(capture, migrations)

@@ -15,13 +15,20 @@ import {
   filteredColumns,
   growing,
   type Issued,
+  readBacklogs,
   serviceStatements,
   soleTable
 } from "./IndexedStatements.ts"
 import { withSqlRawRows } from "./RawRows.ts"
 import { refundStoreContract } from "./RefundStore.contract.ts"
 import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
-import { sqliteClient, tempSqliteStore, tempSqliteTransferStore, tempSqliteWebhookStores } from "./TempSqlite.ts"
+import {
+  sqliteClient,
+  tempDir,
+  tempSqliteStore,
+  tempSqliteTransferStore,
+  tempSqliteWebhookStores
+} from "./TempSqlite.ts"
 import { transferStoreContract } from "./TransferStore.contract.ts"
 import { webhookStoreContract } from "./WebhookStore.contract.ts"
 
@@ -73,6 +80,11 @@ describe("SQLite: the statements the service issues", () => {
   refundStoreContract("SQLite", withSqlRawRows(tempSqliteTransferStore))
   subscriptionStoreContract("SQLite", withSqlRawRows(tempSqliteStore))
   webhookStoreContract("SQLite", tempSqliteWebhookStores)
+  it.scoped("the /metrics backlogs", () =>
+    Effect.gen(function*() {
+      const backlogs = yield* readBacklogs(sqliteClient(join(yield* tempDir, "health.db")))
+      assert.strictEqual(backlogs.mail.depth, 0)
+    }))
 
   it("none reads rows of a growing table it does not return, beyond a page", () => {
     const statements = serviceStatements(capture, migrations)

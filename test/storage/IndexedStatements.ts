@@ -3,9 +3,14 @@
 // Each driver is wrapped where every statement passes (better-sqlite3's prepare, pg's Client.query, mysql2's
 // Connection.query and execute), so nothing the adapters send escapes, whichever path it takes (@effect/sql or
 // the direct ones). Not a test file itself.
+import type { SqlClient } from "@effect/sql/SqlClient"
 import Database from "better-sqlite3"
+import { Effect, Layer } from "effect"
 import mysql from "mysql2"
 import pg from "pg"
+import { runMigrations } from "../../adapters/sql/Migrations.ts"
+import { layer as SqlStorageHealth } from "../../adapters/sql/SqlStorageHealth.ts"
+import { StorageHealth } from "../../core/shared/StorageHealth.ts"
 
 export interface Issued {
   readonly sql: string
@@ -111,3 +116,10 @@ export const byTheTests = (sql: string) => /^SELECT \* FROM [`"]?\w+[`"]?( WHERE
 // alone issued, run once at start), less the tests' own reads.
 export const serviceStatements = (capture: Capture, migrations: ReadonlySet<string>): ReadonlyArray<Issued> =>
   [...capture.issued.values()].filter(({ sql }) => planned(sql) && !migrations.has(sql) && !byTheTests(sql))
+
+// What the contract suites do not issue: the backlog counts `/metrics` reads (StorageHealth), on a migrated database
+// over `client`, so that the statements are captured beside the stores'.
+export const readBacklogs = <E>(client: Layer.Layer<SqlClient, E>) =>
+  Effect.flatMap(StorageHealth, (health) => health.backlogs).pipe(
+    Effect.provide(Layer.merge(Layer.effectDiscard(runMigrations), SqlStorageHealth).pipe(Layer.provide(client)))
+  )

@@ -1,0 +1,289 @@
+// `npm run bench -- --large[=N] [--postgres]`: what the data's size costs (issue #44, decision 0053). Per database
+// (SQLite, and PostgreSQL with --postgres): the Node app on a young database runs the scenarios; it stops, N
+// transfers (1,000,000) and N/2 subscribers are written straight into its database (bench/lib/large-data.mjs);
+// it starts again and runs the same scenarios, then exports the feed as CSV. A side client
+// (bench/healthz-probe.mjs) sends /healthz every 10 ms throughout, and the balance too during the export.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import os from "node:os"
+import { join } from "node:path"
+import {
+  buildApp,
+  createDatabase,
+  dropAllDatabases,
+  dropDatabase,
+  killAllSync,
+  machineInfo,
+  percentile,
+  prepareTarget,
+  procStats,
+  root,
+  runScenario,
+  startProbe,
+  startSmtpSink,
+  startTarget
+} from "./lib/harness.mjs"
+import { seededTransferId, seedPostgres, seedSqlite } from "./lib/large-data.mjs"
+
+export const targets = { service: "sqlite", "service-pg": "postgres" }
+// Subscribe last: the outbox worker goes on mailing after it.
+const scenarioNames = [
+  "approved",
+  "declined",
+  "replay",
+  "notModified",
+  "balance",
+  "transfersPage",
+  "pendingSubscribers",
+  "subscribe"
+]
+const ProbeEveryMs = 10
+const AdminKey = "bench-admin-key-0123456789"
+// Issue #44's targets.
+const MaxRatio = 1.2
+const MaxBalanceP99Ms = 10
+const MaxHealthzP99Ms = 50
+const MaxExportGrowthMb = 64
+
+const p99 = (xs) => percentile([...xs].sort((a, b) => a - b), 99)
+const fmt = (x) => (!Number.isFinite(x) ? "-" : x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0))
+
+// Each scenario after a warm-up, with the probe's latencies of the same window.
+const phase = async (target, ctx, probe, options) => {
+  const runs = {}
+  for (const scenario of scenarioNames) {
+    await runScenario(target, scenario, ctx, { ...options, duration: options.warmupS, measure: false })
+    await probe.take()
+    const run = await runScenario(target, scenario, ctx, { ...options, duration: options.durationS })
+    const { byPath, late } = await probe.take()
+    const healthz = byPath["/healthz"] ?? []
+    runs[scenario] = {
+      p50Ms: run.latencyMs.p50,
+      p99Ms: run.latencyMs.p99,
+      rps: run.rps,
+      mainThreadCpuUsPerRequest: run.mainThreadCpuUsPerRequest,
+      ...(run.databaseCpuUsPerRequest === undefined ? {} : { databaseCpuUsPerRequest: run.databaseCpuUsPerRequest }),
+      unexpectedResponses: run.unexpectedResponses,
+      foreignCpuPercent: run.foreignCpuPercent,
+      healthz: { count: healthz.length, p99Ms: p99(healthz), maxMs: Math.max(...healthz), late }
+    }
+    console.log(
+      `    ${scenario.padEnd(19)} p99 ${fmt(run.latencyMs.p99).padStart(6)} ms  ${
+        Math.round(run.rps).toString().padStart(6)
+      } req/s  main ${Math.round(run.mainThreadCpuUsPerRequest)} us/req${
+        run.databaseCpuUsPerRequest === undefined ? "" : ` + database ${Math.round(run.databaseCpuUsPerRequest)}`
+      }  /healthz p99 ${fmt(p99(healthz))} ms (${healthz.length})${
+        run.unexpectedResponses > 0 ? `  !! ${run.unexpectedResponses} unexpected answers` : ""
+      }  others ${Math.round(run.foreignCpuPercent)}% CPU`
+    )
+  }
+  return runs
+}
+
+// The default feed as CSV, alone, the probe asking /healthz and the balance; the app's RSS every 10 ms.
+const exportFeed = async (target, ctx) => {
+  const probe = startProbe(target.baseUrl, ProbeEveryMs, [
+    { path: "/healthz" },
+    { path: "/merchant/balance", headers: { authorization: `Bearer ${ctx.apiKey}` } }
+  ])
+  try {
+    await new Promise((r) => setTimeout(r, 500))
+    await probe.take()
+    const before = procStats(target.pid).rssKb / 1024
+    let peak = before
+    const sampler = setInterval(() => (peak = Math.max(peak, procStats(target.pid).rssKb / 1024)), 10)
+    const started = performance.now()
+    const res = await fetch(`${target.baseUrl}/subscriptions?feed=default`, {
+      headers: { accept: "text/csv", authorization: `Bearer ${AdminKey}` }
+    })
+    let bytes = 0
+    let lines = 0
+    for await (const chunk of res.body) {
+      bytes += chunk.length
+      for (const b of chunk) if (b === 10) lines++
+    }
+    const ms = performance.now() - started
+    clearInterval(sampler)
+    const { byPath, late } = await probe.take()
+    const [healthz, balance] = [byPath["/healthz"] ?? [], byPath["/merchant/balance"] ?? []]
+    return {
+      status: res.status,
+      rows: lines - 1,
+      mb: bytes / 1e6,
+      ms,
+      rssBeforeMb: before,
+      rssGrowthMb: peak - before,
+      healthz: { count: healthz.length, p99Ms: p99(healthz), maxMs: Math.max(...healthz), late },
+      balance: { count: balance.length, p99Ms: p99(balance), maxMs: Math.max(...balance) }
+    }
+  } finally {
+    probe.stop()
+  }
+}
+
+const dataDirs = new Set()
+const largeOne = async (name, sink, options) => {
+  const kind = targets[name]
+  const dataDir = mkdtempSync(join(os.tmpdir(), `paysub-large-${name}-`))
+  dataDirs.add(dataDir)
+  const databaseUrl = kind === "postgres" ? await createDatabase("postgres") : undefined
+  const env = { ADMIN_API_KEY: AdminKey }
+  const result = { target: name, database: kind }
+  let target
+  let probe
+  try {
+    target = await startTarget(name, { dataDir, smtpPort: sink.port, databaseUrl, env })
+    const ctx = { ...(await prepareTarget(target, scenarioNames)), adminKey: AdminKey }
+    // A full page of pending subscribers on the young database too: the page compared is the same size.
+    for (let i = 0; i < 101; i++) {
+      const res = await fetch(`${target.baseUrl}/subscribe`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: `name=Young+${i}&email=young.${i}%40example.com`
+      })
+      await res.arrayBuffer()
+      if (res.status !== 200) throw new Error(`${name}: a signup answered ${res.status}`)
+    }
+    console.log(`  ${name}: young database`)
+    probe = startProbe(target.baseUrl, ProbeEveryMs)
+    result.young = await phase(target, ctx, probe, options)
+    probe.stop()
+    await target.stop()
+
+    const seedStarted = performance.now()
+    const size = { transfers: options.transfers, subscribers: options.subscribers }
+    if (kind === "postgres") await seedPostgres(databaseUrl, size)
+    else seedSqlite(join(dataDir, "paysub.db"), size)
+    result.seedS = (performance.now() - seedStarted) / 1000
+    console.log(
+      `  ${name}: seeded ${options.transfers} transfers and ${options.subscribers} subscribers in ${
+        result.seedS.toFixed(1)
+      } s`
+    )
+    const startedAt = performance.now()
+    target = await startTarget(name, { dataDir, smtpPort: sink.port, databaseUrl, env, apiKey: target.apiKey })
+    result.largeStartupMs = Math.round(performance.now() - startedAt)
+    // The list's page from the middle of the year: the rows newer than it are passed by the index, not read.
+    ctx.pageAfter = seededTransferId(Math.ceil(options.transfers / 2))
+    console.log(`  ${name}: large database (started in ${result.largeStartupMs} ms)`)
+    probe = startProbe(target.baseUrl, ProbeEveryMs)
+    result.large = await phase(target, ctx, probe, options)
+    probe.stop()
+    result.export = await exportFeed(target, ctx)
+    const e = result.export
+    console.log(
+      `    export              ${e.rows} rows, ${e.mb.toFixed(1)} MB in ${(e.ms / 1000).toFixed(1)} s, RSS +${
+        e.rssGrowthMb.toFixed(0)
+      } MB; /healthz p99 ${fmt(e.healthz.p99Ms)} ms (${e.healthz.count}), balance p99 ${
+        fmt(e.balance.p99Ms)
+      } ms (${e.balance.count})`
+    )
+    result.verdict = verdict(result)
+    return result
+  } finally {
+    probe?.stop()
+    await target?.stop()
+    if (databaseUrl !== undefined) await dropDatabase(databaseUrl).catch(() => {})
+    rmSync(dataDir, { recursive: true, force: true })
+    dataDirs.delete(dataDir)
+  }
+}
+
+// Issue #44's targets against one database's figures.
+const verdict = ({ young, large, export: e }) => {
+  const scenarios = Object.fromEntries(
+    scenarioNames.map((s) => {
+      const ratio = large[s].p99Ms / young[s].p99Ms
+      return [s, { ratio, pass: ratio <= MaxRatio }]
+    })
+  )
+  const healthzP99Ms = Math.max(...Object.values(large).map((r) => r.healthz.p99Ms), e.healthz.p99Ms)
+  return {
+    scenarios,
+    foreignCpuPercentMax: Math.max(
+      ...[...Object.values(young), ...Object.values(large)].map((r) => r.foreignCpuPercent)
+    ),
+    balanceP99Ms: large.balance.p99Ms,
+    balancePass: large.balance.p99Ms < MaxBalanceP99Ms,
+    healthzP99Ms,
+    healthzPass: healthzP99Ms < MaxHealthzP99Ms,
+    exportPass: e.status === 200 && e.rssGrowthMb < MaxExportGrowthMb && e.healthz.p99Ms < MaxHealthzP99Ms &&
+      e.balance.p99Ms < MaxHealthzP99Ms
+  }
+}
+
+const report = (results) => {
+  for (const r of results) {
+    console.log(
+      `\n${r.target} (${r.database}): p99 ms young / large, ratio (target <= ${MaxRatio}); main-thread us/req young / ` +
+        `large; /healthz p99 young / large`
+    )
+    for (const s of scenarioNames) {
+      const v = r.verdict.scenarios[s]
+      console.log(
+        `  ${s.padEnd(19)} ${fmt(r.young[s].p99Ms).padStart(6)} / ${fmt(r.large[s].p99Ms).padStart(6)}  ${
+          v.ratio.toFixed(2)
+        } ${v.pass ? "ok" : "!! over"}  ${Math.round(r.young[s].mainThreadCpuUsPerRequest)} / ${
+          Math.round(r.large[s].mainThreadCpuUsPerRequest)
+        }  /healthz ${fmt(r.young[s].healthz.p99Ms)} / ${fmt(r.large[s].healthz.p99Ms)}`
+      )
+    }
+    const v = r.verdict
+    console.log(
+      `  balance p99 ${fmt(v.balanceP99Ms)} ms (< ${MaxBalanceP99Ms}: ${v.balancePass ? "ok" : "!! over"}); ` +
+        `/healthz p99 at most ${fmt(v.healthzP99Ms)} ms (< ${MaxHealthzP99Ms}: ${v.healthzPass ? "ok" : "!! over"}); ` +
+        `export ${v.exportPass ? "ok" : "!! over"}; seeding ${r.seedS.toFixed(1)} s; other processes up to ${
+          Math.round(v.foreignCpuPercentMax)
+        }% of a core`
+    )
+  }
+}
+
+export const large = async ({ transfers, postgres, durationS, warmupS, connections }) => {
+  const names = ["service", ...(postgres ? ["service-pg"] : [])]
+  const options = { transfers, subscribers: Math.floor(transfers / 2), durationS, warmupS, connections }
+  const results = {
+    startedAt: new Date().toISOString(),
+    options,
+    machine: machineInfo(),
+    notes: [
+      "Per database: the scenarios on a young database, then on the same database with the rows written straight " +
+      "into it (bench/lib/large-data.mjs) and the app started again; p99 of every response (autocannon); /healthz " +
+      `sent every ${ProbeEveryMs} ms by bench/healthz-probe.mjs (another process), timed from when it was due.`
+    ],
+    databases: []
+  }
+  const stop = () => {
+    killAllSync()
+    for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true })
+    dropAllDatabases().finally(() => process.exit(130))
+  }
+  process.once("SIGINT", stop)
+  process.once("SIGTERM", stop)
+  console.log(
+    `bench --large: ${names.join(", ")}; ${transfers} transfers, ${options.subscribers} subscribers; ` +
+      `${durationS} s per scenario (+${warmupS} s warm-up), ${connections} connections`
+  )
+  buildApp()
+  const sink = await startSmtpSink()
+  try {
+    for (const name of names) results.databases.push(await largeOne(name, sink, options))
+  } finally {
+    sink.stop()
+    killAllSync()
+    await dropAllDatabases()
+  }
+  results.finishedAt = new Date().toISOString()
+  report(results.databases)
+  const dir = join(root, "bench/results")
+  mkdirSync(dir, { recursive: true })
+  const file = join(
+    dir,
+    `large-${results.startedAt.replace(/[:.]/g, "-")}${transfers === 1_000_000 ? "" : `-${transfers}`}.json`
+  )
+  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`)
+  console.log(`\nresults: ${file.replace(`${root}/`, "")}`)
+  return results.databases.every((r) =>
+    Object.values(r.verdict.scenarios).every((s) => s.pass) && r.verdict.balancePass && r.verdict.healthzPass &&
+    r.verdict.exportPass
+  )
+}

@@ -1,0 +1,99 @@
+// The large-data mode's rows (`npm run bench -- --large`, bench/large.mjs): a year of one merchant's business,
+// written straight into a migrated database with one INSERT ... SELECT per table, as the app would have written
+// it: `transfers` transfers of the database's first API client (nine in ten approved, the rest declined, to five
+// recipient merchants, spread over the year before `now`), their shares added to its kept balances (decision 0050:
+// what core's balanceChange adds per approved transfer), and `subscribers` subscribers of the default feed (one in
+// twenty pending, signed up within the day, so the purge keeps them; one in twenty unsubscribed; the rest active).
+// No idempotency keys, events, tokens or outbox rows: nothing the app reads to answer the bench's requests.
+import Database from "better-sqlite3"
+import pg from "pg"
+
+const YearMs = 365 * 24 * 3600 * 1000
+// The seeded rows' ids: `tr_` and 24 characters, as TransferId wants, in a range no app-made id falls in.
+const IdPrefix = "tr_bench"
+const IdDigits = 19
+
+// The columns every transfer row has, and one seeded row's values in SQL over `i` (1..n): `sql` says how the
+// database spells a zero-padded number and a time `back` milliseconds before now.
+const transferColumns = `id, client_id, reference, amount, amount_refunded, currency, status, sender_first_name,
+  sender_email, card_brand, card_last4, card_exp_month, card_exp_year, card_fingerprint, recipient_first_name,
+  recipient_email, recipient_merchant_id, failure_code, decline_code, authorization_code, created_at`
+const transferValues = ({ padded, timeBack }, n) =>
+  `'${IdPrefix}' || ${padded("i", IdDigits)}, $client, 'large-' || i, 100 + (i * 7919) % 100000, 0, 'USD',
+  CASE WHEN i % 10 = 0 THEN 'declined' ELSE 'approved' END, 'Ann', 'ann@example.com', 'visa', '4242', 12, 2030,
+  'fp-bench', 'Mo', 'shop@example.com', 'm-' || (i % 5),
+  CASE WHEN i % 10 = 0 THEN 'expired_card' END, NULL, CASE WHEN i % 10 <> 0 THEN 'A' || (i % 1000000) END,
+  ${timeBack(`i * ${Math.floor(YearMs / n)}`)}`
+const subscriptionColumns = "email, email_key, name, feed, status, created_at, updated_at"
+const subscriptionValues = ({ timeBack }, n) =>
+  `'large' || i || '@example.com', 'large' || i || '@example.com', 'Reader ' || i, 'default',
+  CASE WHEN i % 20 = 0 THEN 'pending' WHEN i % 20 = 1 THEN 'unsubscribed' ELSE 'active' END,
+  CASE WHEN i % 20 = 0 THEN ${timeBack("(i % 1000) * 60000")} ELSE ${timeBack(`i * ${Math.floor(YearMs / n)}`)} END,
+  CASE WHEN i % 20 = 0 THEN ${timeBack("(i % 1000) * 60000")} ELSE ${timeBack(`i * ${Math.floor(YearMs / n)}`)} END`
+// The seeded approved transfers' sums per merchant and currency (BalanceStatuses is ["approved"]).
+const seededShares = `SELECT client_id, recipient_merchant_id, currency, SUM(amount - amount_refunded) AS amount
+  FROM transfers WHERE id > '${IdPrefix}' AND id < '${IdPrefix}~' AND status = 'approved'
+  GROUP BY client_id, recipient_merchant_id, currency`
+
+// SQLite: one transaction beside the app (WAL); times are integer milliseconds, balances decimal text.
+export const seedSqlite = (file, { transfers, subscribers, now = Date.now() }) => {
+  const db = new Database(file)
+  try {
+    db.pragma("busy_timeout = 10000")
+    db.pragma("cache_size = -262144")
+    const spell = {
+      padded: (x, n) => `printf('%0${n}d', ${x})`,
+      timeBack: (ms) => `(${now} - (${ms}))`
+    }
+    const client = db.prepare("SELECT id FROM api_clients ORDER BY created_at, id LIMIT 1").get()?.id
+    if (client === undefined) throw new Error("no API client to seed transfers for")
+    const series = (n) => `WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${n})`
+    db.transaction(() => {
+      db.prepare(`${series(transfers)} INSERT INTO transfers (${transferColumns})
+        SELECT ${transferValues(spell, transfers).replace("$client", "@client")} FROM s`).run({ client })
+      db.prepare(`INSERT INTO balances (client_id, merchant_id, currency, amount)
+        SELECT client_id, recipient_merchant_id, currency, CAST(amount AS TEXT) FROM (${seededShares}) WHERE true
+        ON CONFLICT (client_id, merchant_id, currency)
+        DO UPDATE SET amount = CAST(CAST(balances.amount AS INTEGER) + CAST(excluded.amount AS INTEGER) AS TEXT)`)
+        .run()
+      db.exec(`${series(subscribers)} INSERT INTO subscriptions (${subscriptionColumns})
+        SELECT ${subscriptionValues(spell, subscribers)} FROM s`)
+    })()
+  } finally {
+    db.close()
+  }
+}
+
+// PostgreSQL: one transaction, then VACUUM ANALYZE of the two tables (what autovacuum would have done by the time
+// a year of rows had come in one by one).
+export const seedPostgres = async (url, { transfers, subscribers, now = Date.now() }) => {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    const spell = {
+      padded: (x, n) => `lpad(${x}::text, ${n}, '0')`,
+      timeBack: (ms) => `(to_timestamp(${now} / 1000.0) - (${ms}) * interval '1 millisecond')`
+    }
+    const owner = (await client.query("SELECT id FROM api_clients ORDER BY created_at, id LIMIT 1")).rows[0]?.id
+    if (owner === undefined) throw new Error("no API client to seed transfers for")
+    await client.query("BEGIN")
+    await client.query(
+      `INSERT INTO transfers (${transferColumns})
+       SELECT ${
+        transferValues(spell, transfers).replace("$client", "$1")
+      } FROM generate_series(1::bigint, ${transfers}) AS s(i)`,
+      [owner]
+    )
+    await client.query(`INSERT INTO balances (client_id, merchant_id, currency, amount) ${seededShares}
+      ON CONFLICT (client_id, merchant_id, currency) DO UPDATE SET amount = balances.amount + excluded.amount`)
+    await client.query(`INSERT INTO subscriptions (${subscriptionColumns})
+      SELECT ${subscriptionValues(spell, subscribers)} FROM generate_series(1::bigint, ${subscribers}) AS s(i)`)
+    await client.query("COMMIT")
+    await client.query("VACUUM ANALYZE transfers, subscriptions, balances")
+  } finally {
+    await client.end().catch(() => {})
+  }
+}
+
+// A seeded transfer's id: the large mode pages the transfer list from the middle of the year with it.
+export const seededTransferId = (i) => `${IdPrefix}${String(i).padStart(IdDigits, "0")}`
