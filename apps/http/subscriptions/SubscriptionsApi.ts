@@ -38,7 +38,9 @@ export class SubscriptionView extends Schema.Class<SubscriptionView>("Subscripti
   updated: Schema.String
 }) {}
 
-// The domain Subscription as the wire shows it (the answers and the events).
+// The domain Subscription as the wire shows it (the answers and the events). Its fields are core's values, checked
+// when they were made, and the answer's encoding checks them again: the view does not check them a third time
+// (16 ms for a page of 100 rows, decision 0053).
 export const subscriptionView = (s: Subscription) =>
   new SubscriptionView({
     id: s.id,
@@ -48,7 +50,7 @@ export const subscriptionView = (s: Subscription) =>
     status: s.status,
     created: DateTime.formatIso(s.createdAt),
     updated: DateTime.formatIso(s.updatedAt)
-  })
+  }, true)
 
 const subscriptionExample = {
   ...receipt,
