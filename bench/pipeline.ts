@@ -1,8 +1,8 @@
 // The request pipeline alone, in this process: no sockets, no load generator, no HTTP parser. It builds the app
 // as `npm start` does (apps/AppLayer.ts, SQLite in a temp directory, sandbox card network) and hands the pipeline
 // requests as the Node app would, one scenario at a time, `--concurrency` of them in flight. It prints the wall
-// and CPU time per request, the bytes allocated on the JavaScript heap per request (bench/lib/heap-probe.mjs; the
-// request objects this file makes count too) and the statuses answered. Against `npm run bench`'s figure for the same scenario,
+// and CPU time per request, the bytes the pipeline allocates on the JavaScript heap per request (bench/lib/heap-probe.mjs;
+// less what making the request objects allocates) and the statuses answered. Against `npm run bench`'s figure for the same scenario,
 // it splits a request's cost between the pipeline (here) and what a real connection adds (sockets, Node's HTTP
 // parser and writer, the load generator on the same cores).
 //
@@ -147,6 +147,10 @@ const main = Effect.gen(function*() {
         }
       }))
     await go(Math.ceil(requests / 5))
+    // What this file allocates per request on its own (the request, its promise), not the pipeline's.
+    const own = allocationMeter()
+    for (let i = 0; i < requests; i++) await Promise.resolve(scenario.make())
+    const driver = own.stop().bytes / requests
     statuses.clear()
     if (profileDir !== undefined) await inspector("Profiler.enable").then(() => inspector("Profiler.start"))
     if (heapProfileDir !== undefined) {
@@ -179,7 +183,7 @@ const main = Effect.gen(function*() {
     console.error(
       `  round ${round} ${name.padEnd(12)} wall ${(wall / total).toFixed(0).padStart(5)} us/req  CPU ${
         ((used.user + used.system) / total).toFixed(0).padStart(5)
-      } us/req  allocates ${(heap.bytes / total / 1024).toFixed(1).padStart(5)} KB/req${
+      } us/req  allocates ${((heap.bytes / total - driver) / 1024).toFixed(1).padStart(5)} KB/req${
         odd === "" ? "" : `  !! also ${odd}`
       }`
     )
