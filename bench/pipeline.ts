@@ -1,7 +1,8 @@
 // The request pipeline alone, in this process: no sockets, no load generator, no HTTP parser. It builds the app
 // as `npm start` does (apps/AppLayer.ts, SQLite in a temp directory, sandbox card network) and hands the pipeline
 // requests as the Node app would, one scenario at a time, `--concurrency` of them in flight. It prints the wall
-// and CPU time per request and the statuses answered. Against `npm run bench`'s figure for the same scenario,
+// and CPU time per request, the bytes the pipeline allocates on the JavaScript heap per request (bench/lib/heap-probe.mjs;
+// less what making the request objects allocates) and the statuses answered. Against `npm run bench`'s figure for the same scenario,
 // it splits a request's cost between the pipeline (here) and what a real connection adds (sockets, Node's HTTP
 // parser and writer, the load generator on the same cores).
 //
@@ -11,13 +12,15 @@
 //
 // Rate limits are off; access lines are off unless LOG_LEVEL is set. Figures go to stderr; stdout has the mails
 // subscribe makes (the console mailer) and any access lines: send it to /dev/null.
-// --profile writes a .cpuprofile per scenario and round (the timed part only) to DIR.
+// --profile writes a .cpuprofile per scenario and round (the timed part only) to DIR; --heap-profile=DIR a
+// .heapprofile (V8's sampling heap profiler, a sample every 64 bytes: where the allocations are made).
 import { Effect, Redacted } from "effect"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { Session } from "node:inspector"
 import os from "node:os"
 import { join } from "node:path"
 import type { IncomingRequest, Pipeline } from "../apps/http/pipeline/Pipeline.ts"
+import { allocationMeter } from "./lib/heap-probe.mjs"
 
 const args = process.argv.slice(2)
 const option = (name: string, fallback: string) =>
@@ -27,6 +30,7 @@ const requests = Number(option("requests", "5000"))
 const concurrency = Number(option("concurrency", "1"))
 const rounds = Number(option("rounds", "2"))
 const profileDir = args.find((a) => a.startsWith("--profile="))?.slice("--profile=".length)
+const heapProfileDir = args.find((a) => a.startsWith("--heap-profile="))?.slice("--heap-profile=".length)
 const database = args.find((a) => a.startsWith("--database="))?.slice("--database=".length)
 
 const dataDir = mkdtempSync(join(os.tmpdir(), "paysub-pipeline-"))
@@ -45,8 +49,8 @@ const { Clients } = await import("../core/payments/Clients.ts")
 
 const session = new Session()
 session.connect()
-const inspector = <A>(method: string) =>
-  new Promise<A>((ok, fail) => session.post(method, (e, r) => (e ? fail(e) : ok(r as A))))
+const inspector = <A>(method: string, params?: object) =>
+  new Promise<A>((ok, fail) => session.post(method, params, (e, r) => (e ? fail(e) : ok(r as A))))
 
 const request = (method: string, url: string, headers: Record<string, string>, body = ""): IncomingRequest => ({
   method,
@@ -143,24 +147,45 @@ const main = Effect.gen(function*() {
         }
       }))
     await go(Math.ceil(requests / 5))
+    // What this file allocates per request on its own (the request, its promise), not the pipeline's.
+    const own = allocationMeter()
+    for (let i = 0; i < requests; i++) await Promise.resolve(scenario.make())
+    const driver = own.stop().bytes / requests
     statuses.clear()
     if (profileDir !== undefined) await inspector("Profiler.enable").then(() => inspector("Profiler.start"))
+    if (heapProfileDir !== undefined) {
+      await inspector("HeapProfiler.enable")
+      await inspector("HeapProfiler.startSampling", {
+        samplingInterval: 64,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true
+      })
+    }
+    const meter = allocationMeter()
     const cpu = process.cpuUsage()
     const started = performance.now()
     await go(requests)
     const wall = (performance.now() - started) * 1000
     const used = process.cpuUsage(cpu)
+    const heap = meter.stop()
     if (profileDir !== undefined) {
       const { profile } = await inspector<{ profile: unknown }>("Profiler.stop")
       mkdirSync(profileDir, { recursive: true })
       writeFileSync(join(profileDir, `${name}-${round}.cpuprofile`), JSON.stringify(profile))
+    }
+    if (heapProfileDir !== undefined) {
+      const { profile } = await inspector<{ profile: unknown }>("HeapProfiler.stopSampling")
+      mkdirSync(heapProfileDir, { recursive: true })
+      writeFileSync(join(heapProfileDir, `${name}-${round}.heapprofile`), JSON.stringify(profile))
     }
     const total = [...statuses.values()].reduce((a, b) => a + b, 0)
     const odd = [...statuses].filter(([s]) => s !== scenario.expect).map(([s, n]) => `${n} x ${s}`).join(", ")
     console.error(
       `  round ${round} ${name.padEnd(12)} wall ${(wall / total).toFixed(0).padStart(5)} us/req  CPU ${
         ((used.user + used.system) / total).toFixed(0).padStart(5)
-      } us/req${odd === "" ? "" : `  !! also ${odd}`}`
+      } us/req  allocates ${((heap.bytes / total - driver) / 1024).toFixed(1).padStart(5)} KB/req${
+        odd === "" ? "" : `  !! also ${odd}`
+      }`
     )
   }
 

@@ -241,6 +241,7 @@ const databaseCpuSince = (kind, before) =>
 
 const fmtInt = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "-")
 const fmtMs = (x) => (!Number.isFinite(x) ? "-" : x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0))
+const fmtKb = (bytes) => (Number.isFinite(bytes) ? (bytes / 1024).toFixed(1) : "-")
 const fmtRatio = (x) => (!Number.isFinite(x) ? "-" : x < 0.1 ? x.toFixed(3) : x.toFixed(2))
 const spread = (xs, fmt) => {
   const v = xs.filter(Number.isFinite)
@@ -262,6 +263,8 @@ const results = {
     "Scenario order per server start: approved, approvedIdempotent, replay, declined, notModified, (health,) subscribe " +
     "(the service's outbox worker keeps sending mail after subscribe, so it runs last).",
     "rps counts only responses with the expected status; latency percentiles cover every response.",
+    "allocatedBytesPerRequest (Node targets): bytes allocated on the main thread's JavaScript heap over the run, per " +
+    "response: the heap's growth plus what each collection freed (bench/lib/heap-probe.mjs).",
     "peakRssMb: VmHWM of the server process, reset at the start of each measured scenario (clear_refs).",
     "Every target sends its confirmation mails (the references through bench/lib/outbox.mjs).",
     "cpuUsPerSignupWithMail: the target's CPU (all threads, /proc/PID/stat) from the warm-up's start until its " +
@@ -455,9 +458,13 @@ const main = async () => {
                 fmtMs(run.latencyMs.p50)
               } ms  p99 ${fmtMs(run.latencyMs.p99)} ms  RSS ${fmtInt(run.peakRssMb)} MB  CPU ${
                 fmtInt(run.serverCpuUsPerRequest)
-              } us/req (main thread ${fmtInt(run.mainThreadCpuUsPerRequest)}; server ${
-                fmtInt(run.serverCpuPercent)
-              }%, main thread ${fmtInt(run.mainThreadCpuPercent)}%, load gen ${fmtInt(run.loadGeneratorCpuPercent)}%${
+              } us/req (main thread ${fmtInt(run.mainThreadCpuUsPerRequest)}${
+                run.allocatedBytesPerRequest !== undefined
+                  ? `, allocates ${fmtKb(run.allocatedBytesPerRequest)} KB/req`
+                  : ""
+              }; server ${fmtInt(run.serverCpuPercent)}%, main thread ${fmtInt(run.mainThreadCpuPercent)}%, load gen ${
+                fmtInt(run.loadGeneratorCpuPercent)
+              }%${
                 run.databaseCpuUsPerRequest !== undefined
                   ? `, ${kind} ${fmtInt(run.databaseCpuUsPerRequest)} us/req ${fmtInt(run.databaseCpuPercent)}%`
                   : ""
@@ -557,6 +564,7 @@ const summarise = () => {
         peakRssMb: stat((r) => r.peakRssMb),
         serverCpuUsPerRequest: stat((r) => r.serverCpuUsPerRequest),
         mainThreadCpuUsPerRequest: stat((r) => r.mainThreadCpuUsPerRequest),
+        allocatedBytesPerRequest: stat((r) => r.allocatedBytesPerRequest ?? NaN),
         databaseCpuUsPerRequest: stat((r) => r.databaseCpuUsPerRequest ?? NaN),
         loadGeneratorCpuPercent: stat((r) => r.loadGeneratorCpuPercent),
         reconnectsPerResponse: stat((r) => Math.max(0, r.reconnectsPerResponse)),
@@ -591,7 +599,7 @@ const summarise = () => {
 }
 
 const printTable = () => {
-  const widths = [targetNames.includes("service-pg-x2") ? 37 : 27, 24, 21, 21, 16, 11, 12, 10]
+  const widths = [targetNames.includes("service-pg-x2") ? 37 : 27, 24, 21, 21, 16, 11, 12, 10, 12]
   const out = []
   out.push("")
   out.push(
@@ -602,7 +610,20 @@ const printTable = () => {
     out.push("")
     out.push(`${scenario}: ${s.title}`)
     out.push(
-      line(["target", "req/s", "p50 ms", "p99 ms", "peak RSS MB", "CPU us/req", "main us/req", "reconn/req"], widths)
+      line(
+        [
+          "target",
+          "req/s",
+          "p50 ms",
+          "p99 ms",
+          "peak RSS MB",
+          "CPU us/req",
+          "main us/req",
+          "reconn/req",
+          "alloc KB/req"
+        ],
+        widths
+      )
     )
     for (const name of targetNames) {
       const t = s.targets[name]
@@ -615,7 +636,8 @@ const printTable = () => {
           spread(t.peakRssMb.values, fmtInt),
           fmtInt(t.serverCpuUsPerRequest.median),
           fmtInt(t.mainThreadCpuUsPerRequest.median),
-          fmtRatio(t.reconnectsPerResponse.median)
+          fmtRatio(t.reconnectsPerResponse.median),
+          fmtKb(t.allocatedBytesPerRequest.median)
         ], widths) + (t.unexpectedResponses > 0 ? `  (!! ${t.unexpectedResponses} unexpected answers)` : "")
       )
     }

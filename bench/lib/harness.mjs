@@ -21,6 +21,7 @@ import os from "node:os"
 import { join, relative, resolve } from "node:path"
 import pg from "pg"
 import { denoStartCommand, nodeStartCommand } from "../../scripts/start-commands.mjs"
+import { askProbe } from "./heap-probe.mjs"
 import { createMariadbDatabase, dropAllMariadbDatabases, dropMariadbDatabase, mariadbCounts } from "./mariadb.mjs"
 
 // autocannon's client, when the server closes a keep-alive connection, reconnects and sends a new request
@@ -516,6 +517,7 @@ export const startTarget = async (name, options) => {
   return {
     ...instances[0],
     pids: instances.map((t) => t.pid),
+    heapProbes: instances.map((t) => t.heapProbe),
     baseUrls: instances.map((t) => t.baseUrl),
     instances,
     output: () => instances.map((t, i) => `[instance ${i + 1}]\n${t.output()}`).join("\n"),
@@ -535,8 +537,13 @@ const startInstance = async (
   if (def.bundle) buildApp()
   const port = await freePort()
   const baseUrl = `http://127.0.0.1:${port}`
+  // A Node target counts the bytes its main thread allocates (bench/lib/heap-probe.mjs).
+  const heapProbe = def.command()[0] === process.execPath ? join(dataDir, `heap-${port}.sock`) : undefined
+  const nodeArgs = heapProbe === undefined
+    ? extraNodeArgs
+    : [`--import=${join(root, "bench/lib/heap-probe.mjs")}`, ...extraNodeArgs]
   // taskset execs the command, so the child's pid is the target's.
-  const [command, ...args] = [...(cpus === undefined ? [] : ["taskset", "-c", cpus]), ...def.command(extraNodeArgs)]
+  const [command, ...args] = [...(cpus === undefined ? [] : ["taskset", "-c", cpus]), ...def.command(nodeArgs)]
   const childEnv = {
     ...process.env,
     PORT: String(port),
@@ -548,6 +555,7 @@ const startInstance = async (
     SUBSCRIBE_RATE_LIMIT: "0",
     MERCHANT_RATE_LIMIT: "0",
     NO_COLOR: "1",
+    ...(heapProbe === undefined ? {} : { BENCH_HEAP_PROBE: heapProbe }),
     ...(def.webhooks ? { WEBHOOK_ALLOW_HTTP: "on", WEBHOOK_ALLOW_PRIVATE: "on" } : {}),
     ...def.env,
     ...env
@@ -595,6 +603,7 @@ const startInstance = async (
     port,
     baseUrl,
     apiKey,
+    heapProbe,
     dataDir,
     databaseUrl: childEnv.DATABASE_URL,
     output: () => output,
@@ -869,6 +878,8 @@ export const runScenario = async (
     const { rssKb } = sumStats()
     if (rssKb > sampledRssKb) sampledRssKb = rssKb
   }, 200)
+  const heapProbes = (target.heapProbes ?? [target.heapProbe]).filter((p) => p !== undefined)
+  if (measure) await Promise.all(heapProbes.map((p) => askProbe(p, "start")))
   const started = performance.now()
   const share = (i) => Math.floor(connections / baseUrls.length) + (i < connections % baseUrls.length ? 1 : 0)
   const results = await Promise.all(baseUrls.map((url, i) =>
@@ -897,6 +908,12 @@ export const runScenario = async (
     }
   }
   const elapsed = (performance.now() - started) / 1000
+  const heap = measure && heapProbes.length > 0
+    ? (await Promise.all(heapProbes.map((p) => askProbe(p, "stop")))).reduce((a, b) => ({
+      bytes: a.bytes + b.bytes,
+      collections: a.collections + b.collections
+    }))
+    : undefined
   clearInterval(sampler)
   const after = sumStats()
   let databaseCpuS = 0
@@ -957,6 +974,10 @@ export const runScenario = async (
     serverCpuPercent: ((after.cpuS - before.cpuS) / seconds) * 100,
     mainThreadCpuUsPerRequest: total > 0 ? ((after.mainCpuS - before.mainCpuS) * 1e6) / total : NaN,
     mainThreadCpuPercent: ((after.mainCpuS - before.mainCpuS) / seconds) * 100,
+    // The main thread's JavaScript heap: bytes allocated per response, and the collections in the run.
+    ...(heap !== undefined && total > 0
+      ? { allocatedBytesPerRequest: heap.bytes / total, collections: heap.collections }
+      : {}),
     ...(database
       ? {
         databaseCpuS,

@@ -84,7 +84,7 @@ const noQuery: Decoder = (input, use) => {
 const queryRecord = (query: string) => UrlParams.toRecord(UrlParams.fromInput(new URLSearchParams(query)))
 
 // The success schemas of an endpoint, each with its status and encoding (as HttpApiBuilder encodes them).
-const successEncoder = (schema: Schema.Schema.Any) => {
+export const successEncoder = (schema: Schema.Schema.Any) => {
   const members = new Set<Schema.Schema.Any>()
   HttpApiSchema.deunionize(members, schema)
   const encoders = [...members].map((member) => {
@@ -103,10 +103,21 @@ const successEncoder = (schema: Schema.Schema.Any) => {
       }
     }
   })
-  return (value: unknown) =>
-    HttpServerResponse.isServerResponse(value)
-      ? value
-      : (encoders.length === 1 ? encoders[0]! : encoders.find((e) => e.is(value)) ?? encoders[0]!).toResponse(value)
+  // A handler that answers the same value as the last request (a constant, as health's) gets the same response:
+  // values and responses are immutable, so the encoding is not made again.
+  let lastValue: unknown
+  let lastResponse: HttpServerResponse.HttpServerResponse | undefined
+  return (value: unknown) => {
+    if (HttpServerResponse.isServerResponse(value)) return value
+    if (value === lastValue && lastResponse !== undefined) return lastResponse
+    const response = (encoders.length === 1 ? encoders[0]! : encoders.find((e) => e.is(value)) ?? encoders[0]!)
+      .toResponse(value)
+    if (typeof value === "object" && value !== null) {
+      lastValue = value
+      lastResponse = response
+    }
+    return response
+  }
 }
 
 const payloadTypes = (schema: Schema.Schema.Any) => {
@@ -139,6 +150,25 @@ const serverRequest = (request: IncomingRequest) =>
       headers: request.headers as Record<string, string>
     })
   )
+
+// What a handler is called with, as HttpApiBuilder calls it. The whole request is built only when read.
+class HandlerArgs {
+  path: unknown = undefined
+  payload: unknown = undefined
+  headers: unknown = undefined
+  urlParams: unknown = undefined
+  #whole: HttpServerRequest.HttpServerRequest | undefined
+  readonly #incoming: IncomingRequest
+  constructor(incoming: IncomingRequest) {
+    this.#incoming = incoming
+  }
+  get request() {
+    return this.#whole ??= serverRequest(this.#incoming)
+  }
+}
+type Form = Context.Tag.Service<HtmlForm>
+// The fields as posted, kept for the page of an error (a form posted by a browser).
+const posted = new WeakMap<HandlerArgs, unknown>()
 
 export const compileEndpoint = (
   group: HttpApiGroup.HttpApiGroup.AnyWithProps,
@@ -176,62 +206,63 @@ export const compileEndpoint = (
   )
 
   // Path, payload, headers, query: the order in which HttpApiBuilder decodes them, so the first error is
-  // the same one.
-  const handle: Step = (request, params, query) => {
-    const html = form !== undefined && prefersHtml(request.headers.accept) ? form : undefined
-    let posted: unknown
-    let whole: HttpServerRequest.HttpServerRequest | undefined
-    const args: Record<string, unknown> = {
-      path: undefined,
-      payload: undefined,
-      headers: undefined,
-      urlParams: undefined,
-      get request() {
-        return whole ??= serverRequest(request)
-      }
-    }
-    // The handler's requirements are in its group's context, which the fiber runs on.
-    const call = () => Effect.map(handler(args) as Effect.Effect<unknown, unknown>, html?.success ?? encode)
-    const afterPayload = () => {
-      const withQuery = () =>
-        decodeQuery === undefined ? call() : decodeQuery(queryRecord(query), (q) => {
-          args.urlParams = q
-          return call()
-        })
-      return decodeHeaders === undefined ? withQuery() : decodeHeaders(request.headers, (h) => {
-        args.headers = h
-        return withQuery()
-      })
-    }
-    const decodeBody = (text: string) =>
+  // the same one. The steps are made once here and take the request's state as arguments: a request allocates
+  // its arguments and the closures of the decoders it runs, not a closure per step.
+  // The handler's requirements are in its group's context, which the fiber runs on.
+  const call = (args: HandlerArgs, html: Form | undefined) =>
+    Effect.map(handler(args) as Effect.Effect<unknown, unknown>, html?.success ?? encode)
+  const withQuery = (args: HandlerArgs, query: string, html: Form | undefined) =>
+    decodeQuery === undefined ? call(args, html) : decodeQuery(queryRecord(query), (q) => {
+      args.urlParams = q
+      return call(args, html)
+    })
+  const afterPayload = (args: HandlerArgs, request: IncomingRequest, query: string, html: Form | undefined) =>
+    decodeHeaders === undefined ? withQuery(args, query, html) : decodeHeaders(request.headers, (h) => {
+      args.headers = h
+      return withQuery(args, query, html)
+    })
+  const decodeBody =
+    (args: HandlerArgs, request: IncomingRequest, query: string, html: Form | undefined) => (text: string) =>
       Effect.flatMap(
         text === "" && optionalPayload ? Effect.succeed({}) : parseBody(request.headers["content-type"], text),
         (raw) => {
-          posted = raw
+          if (html !== undefined) posted.set(args, raw)
           return decodePayload!(raw, (p) => {
             args.payload = p
-            return afterPayload()
+            return afterPayload(args, request, query, html)
           })
         }
       )
-    const withPayload = () =>
-      decodePayload === undefined
-        ? afterPayload()
-        : Effect.flatMap(
-          readBody(request),
-          beforeDecode === undefined || query !== "" ? decodeBody : (text) =>
-            Effect.flatMap(
-              beforeDecode(request, text) as Effect.Effect<unknown, unknown>,
-              (early) => early === undefined ? decodeBody(text) : Effect.succeed((html?.success ?? encode)(early))
-            )
+  const withPayload = (args: HandlerArgs, request: IncomingRequest, query: string, html: Form | undefined) => {
+    if (decodePayload === undefined) return afterPayload(args, request, query, html)
+    const decode = decodeBody(args, request, query, html)
+    return Effect.flatMap(
+      readBody(request),
+      beforeDecode === undefined || query !== "" ? decode : (text) =>
+        Effect.flatMap(
+          beforeDecode(request, text) as Effect.Effect<unknown, unknown>,
+          (early) => early === undefined ? decode(text) : Effect.succeed((html?.success ?? encode)(early))
         )
-    const answer = decodePath === undefined ? withPayload() : decodePath(params, (p) => {
+    )
+  }
+  const handle: Step = (request, params, query) => {
+    const html = form !== undefined && prefersHtml(request.headers.accept) ? form : undefined
+    const args = new HandlerArgs(request)
+    const answer = decodePath === undefined ? withPayload(args, request, query, html) : decodePath(params, (p) => {
       args.path = p
-      return withPayload()
+      return withPayload(args, request, query, html)
     })
     if (html === undefined) return answer
-    const fields = () => (typeof posted === "object" && posted !== null ? posted as Record<string, unknown> : {})
-    return Effect.catchIf(answer, isApiError, (e) => Effect.succeed(html.error(e, fields(), statusOf(e))))
+    return Effect.catchIf(answer, isApiError, (e) => {
+      const fields = posted.get(args)
+      return Effect.succeed(
+        html.error(
+          e,
+          typeof fields === "object" && fields !== null ? fields as Record<string, unknown> : {},
+          statusOf(e)
+        )
+      )
+    })
   }
 
   return {

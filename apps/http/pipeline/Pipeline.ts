@@ -1,5 +1,5 @@
 import { type HttpApi, type HttpApiEndpoint, type HttpApiGroup, HttpServerResponse } from "@effect/platform"
-import { Cause, Context, Effect, Exit, type Fiber, FiberRefs, Layer, Option, Runtime } from "effect"
+import { Cause, Context, Effect, Exit, type Fiber, type FiberId, type FiberRefs, Layer, Option, Runtime } from "effect"
 import { SiteSettings } from "../../../core/shared/SiteSettings.ts"
 import { StorageHealth } from "../../../core/shared/StorageHealth.ts"
 import { apiError } from "./ApiError.ts"
@@ -206,6 +206,13 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
         { kind: "server", attributes: { "http.request.method": method, "http.route": route } }
       )
 
+    // The request id of the fiber being forked (forking is synchronous), set as it starts.
+    let forkingRequestId = ""
+    const forkOptions = {
+      updateRefs: (refs: FiberRefs.FiberRefs, fiberId: FiberId.Runtime) =>
+        withRequestId(refs, fiberId, forkingRequestId)
+    }
+
     return (request) => {
       const startedAt = performance.now()
       const requestId = requestIdOf(request.headers[RequestIdHeader])
@@ -240,10 +247,11 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
         ? respond(requestId, effect)
         : Effect.map(respond(requestId, effect), (r) => cors.answer(request.method, pathname, request.headers, r))
       const headed = request.method === "HEAD" ? Effect.map(answered, headLength) : answered
-      const fiber = Runtime.runFork(runtime)(options.tracing ? traced(headed, request.method, routeTemplate) : headed, {
-        updateRefs: (refs, fiberId) =>
-          FiberRefs.updateAs(refs, { fiberId, fiberRef: CurrentRequestId, value: requestId })
-      })
+      forkingRequestId = requestId
+      const fiber = Runtime.runFork(runtime)(
+        options.tracing ? traced(headed, request.method, routeTemplate) : headed,
+        forkOptions
+      )
       fiber.addObserver((exit) =>
         recordAnswer(fiber, {
           method: request.method,
@@ -257,6 +265,14 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
       return fiber
     }
   })
+
+// The request id as the fiber's own value of CurrentRequestId. The refs handed to updateRefs are the new fiber's
+// own copy (Runtime.runFork has just made them from the runtime's), so the id is set in them rather than in a
+// second copy of every ref: FiberRefs.updateAs would copy the map again.
+export const withRequestId = (refs: FiberRefs.FiberRefs, fiberId: FiberId.Runtime, requestId: string) => {
+  refs.locals.set(CurrentRequestId, [[fiberId, requestId]])
+  return refs
+}
 
 export class RequestPipeline extends Context.Tag("RequestPipeline")<RequestPipeline, Pipeline>() {}
 

@@ -1,0 +1,55 @@
+// Bytes allocated on the JavaScript heap of this process's main thread over a window. V8 exposes no running total of allocated bytes, so a window takes it as the heap's
+// growth plus what every collection in the window freed: v8.GCProfiler reports the used heap before and after
+// each one. Exact to the object (a `{ a, b }` literal counts 40 bytes); Buffers' and other off-heap memory is
+// not counted. Worker threads (the delivery thread) have their own heaps, not counted either.
+//
+// Preloaded into a server under test (`node --import ./bench/lib/heap-probe.mjs`, BENCH_HEAP_PROBE=SOCKET), it
+// answers on that Unix socket: a line `start` opens a window, a line `stop` closes it and answers with
+// `{"bytes":N,"collections":N}`. Nothing runs outside a window but the idle socket.
+import { connect, createServer } from "node:net"
+import v8 from "node:v8"
+
+export const allocationMeter = () => {
+  const profiler = new v8.GCProfiler()
+  const usedAtStart = v8.getHeapStatistics().used_heap_size
+  profiler.start()
+  return {
+    stop: () => {
+      const used = v8.getHeapStatistics().used_heap_size
+      const { statistics } = profiler.stop()
+      const freed = statistics.reduce(
+        (a, s) => a + s.beforeGC.heapStatistics.usedHeapSize - s.afterGC.heapStatistics.usedHeapSize,
+        0
+      )
+      return {
+        bytes: used - usedAtStart + freed,
+        collections: statistics.length
+      }
+    }
+  }
+}
+
+const socket = process.env.BENCH_HEAP_PROBE
+if (socket !== undefined && socket !== "") {
+  let meter
+  createServer((connection) => {
+    connection.setEncoding("utf8")
+    connection.on("data", (line) => {
+      if (line.trim() === "start") {
+        meter = allocationMeter()
+        connection.end("{}\n")
+      } else {
+        connection.end(`${JSON.stringify(meter?.stop() ?? {})}\n`)
+        meter = undefined
+      }
+    })
+  }).listen(socket).unref()
+}
+
+// The harness's side: sends `command` to the probe at `socket`, resolves with its answer.
+export const askProbe = (socket, command) =>
+  new Promise((ok, fail) => {
+    let answer = ""
+    const c = connect(socket, () => c.write(`${command}\n`))
+    c.setEncoding("utf8").on("data", (d) => (answer += d)).on("end", () => ok(JSON.parse(answer))).on("error", fail)
+  })

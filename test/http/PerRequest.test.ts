@@ -1,0 +1,47 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Runtime, Schema } from "effect"
+import { Health } from "../../apps/http/Api.ts"
+import { CurrentRequestId, currentRequestId } from "../../apps/http/pipeline/Edge.ts"
+import { successEncoder } from "../../apps/http/pipeline/Endpoint.ts"
+import { withRequestId } from "../../apps/http/pipeline/Pipeline.ts"
+
+// What the pipeline keeps from one request to the next, or skips, to allocate less per request
+// (docs/decisions/0057): each answers as the plain way does.
+const bytes = (response: { readonly body: unknown }) =>
+  new TextDecoder().decode((response.body as { readonly body: Uint8Array }).body)
+
+class Item extends Schema.Class<Item>("Item")({ name: Schema.String, count: Schema.NumberFromString }) {}
+
+describe("per request", () => {
+  it("the same value answers the same response, equal to a fresh encoding; another value its own", () => {
+    const encode = successEncoder(Health)
+    const healthy = new Health({ status: "ok" })
+    const first = encode(healthy)
+    assert.strictEqual(encode(healthy), first)
+    assert.strictEqual(bytes(first), bytes(successEncoder(Health)(healthy)))
+    assert.strictEqual(bytes(first), `{"status":"ok"}`)
+
+    const items = successEncoder(Item)
+    const [a, b] = [new Item({ name: "a", count: 1 }), new Item({ name: "b", count: 2 })]
+    const fresh = (item: Item) => bytes(successEncoder(Item)(item))
+    for (const item of [a, a, b, a, b, b]) assert.strictEqual(bytes(items(item)), fresh(item))
+    assert.strictEqual(bytes(items(b)), `{"name":"b","count":"2"}`)
+  })
+
+  it("each request's fiber reads its own request id; the runtime's refs keep none", () =>
+    Effect.gen(function*() {
+      const runtime = yield* Effect.runtime<never>()
+      const read = (id: string) =>
+        new Promise<string>((ok) =>
+          Runtime.runFork(runtime)(currentRequestId, {
+            updateRefs: (refs, fiberId) => withRequestId(refs, fiberId, id)
+          }).addObserver((exit) => ok(exit._tag === "Success" ? exit.value : "failed"))
+        )
+      assert.deepStrictEqual(yield* Effect.promise(() => Promise.all([read("req_a"), read("req_b")])), [
+        "req_a",
+        "req_b"
+      ])
+      assert.isFalse(runtime.fiberRefs.locals.has(CurrentRequestId))
+      assert.strictEqual(yield* currentRequestId, "")
+    }))
+})
