@@ -43,6 +43,7 @@ export interface PgPool {
 // (pg 8's own name for it).
 interface DriverClient extends PoolClient {
   readonly connection: { readonly stream: Socket }
+  emit(event: "error", error: Error): boolean
   _getActiveQuery(): unknown
 }
 interface DriverPool extends PgPool {
@@ -67,9 +68,11 @@ export const makePool = (config: PoolConfig & { readonly silentMs: number }): Pg
   const pool = new Pool(options) as unknown as DriverPool
   const idle = new Set<DriverClient>()
   const evicted = new WeakSet<DriverClient>()
+  // An idle connection's error is how pg-pool is told to drop it: at once, so that no statement gets it meanwhile.
   const evictIdle = () => {
     for (const client of idle) {
       evicted.add(client)
+      client.emit("error", new Error("Connection closed: another connection of the pool was found dead"))
       client.connection.stream.destroy()
     }
     idle.clear()
