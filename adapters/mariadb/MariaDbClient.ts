@@ -1,23 +1,74 @@
 import { MysqlClient } from "@effect/sql-mysql2"
-import { type SqlClient, TransactionConnection } from "@effect/sql/SqlClient"
+import { SqlClient, TransactionConnection } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect, Exit, Layer, Option, Redacted } from "effect"
+import { Config, Context, Effect, Exit, Layer, Option, Redacted } from "effect"
+import { watchedSockets } from "./WatchedSockets.ts"
+
+const atLeast = (name: string, min: number, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.validate({ message: `${name} must be an integer of at least ${min}`, validation: (n) => n >= min }),
+    Config.withDefault(fallback)
+  )
+
+// How long a request waits for MariaDB before it answers 503 (docs/operations.md, "When the database is away"),
+// as PostgreSQL's PG_* settings: a new connection; a statement's answer, which MariaDB cancels at
+// MARIADB_STATEMENT_TIMEOUT_MS (`max_statement_time`, set on a connection with its first transaction's isolation
+// level, and kept for its later statements) and the service gives up on 1 s later, closing that connection and
+// the idle ones (WatchedSockets.ts); TCP keepalive on every connection.
+export const mariaDbTimeoutsConfig = Config.all({
+  connectMs: atLeast("MARIADB_CONNECT_TIMEOUT_MS", 1, 2_000),
+  statementMs: atLeast("MARIADB_STATEMENT_TIMEOUT_MS", 1, 5_000),
+  keepAliveMs: atLeast("MARIADB_KEEPALIVE_MS", 1, 10_000)
+})
+const SilentAfterCancelMs = 1_000
+
+// What a transaction sends before its first statement, per client (transactionOn).
+const preambles = new WeakMap<SqlClient, string>()
 
 // MariaDB (or MySQL 8) through @effect/sql-mysql2: mysql://user:password@host:port/database, or mariadb://.
 // Times are BIGINT milliseconds (adapters/sql/Dialect.ts), so no time zone stands between the server and the
 // instances.
 export const layer = (url: Redacted.Redacted<string>) => {
   const parsed = new URL(Redacted.value(url))
-  return MysqlClient.layer({
-    host: parsed.hostname,
-    port: Number(parsed.port || 3306),
-    database: decodeURIComponent(parsed.pathname.slice(1)),
-    username: decodeURIComponent(parsed.username) || "root",
-    ...(parsed.password === "" ? {} : { password: Redacted.make(decodeURIComponent(parsed.password)) }),
-    maxConnections: 10,
-    poolConfig: { maxIdle: 10, charset: "utf8mb4_bin" }
-    // Its ConfigError is in the type only: this layer reads no Config.
-  }).pipe(Layer.catchAll((error) => error._tag === "SqlError" ? Layer.fail(error) : Layer.die(error)))
+  const host = parsed.hostname
+  const port = Number(parsed.port || 3306)
+  return Layer.unwrapEffect(Effect.map(Effect.orDie(mariaDbTimeoutsConfig), (timeouts) =>
+    MysqlClient.layer({
+      host,
+      port,
+      database: decodeURIComponent(parsed.pathname.slice(1)),
+      username: decodeURIComponent(parsed.username) || "root",
+      ...(parsed.password === "" ? {} : { password: Redacted.make(decodeURIComponent(parsed.password)) }),
+      maxConnections: 10,
+      poolConfig: {
+        maxIdle: 10,
+        charset: "utf8mb4_bin",
+        connectTimeout: timeouts.connectMs,
+        stream: watchedSockets({
+          host,
+          port,
+          keepAliveMs: timeouts.keepAliveMs,
+          silentMs: timeouts.statementMs + SilentAfterCancelMs
+        })
+      }
+      // Its ConfigError is in the type only: this layer reads no Config.
+    }).pipe(
+      // MariaDB's own limits (MySQL has neither variable): a statement cancelled at the statement time-out, and a
+      // transaction left idle as long (one whose client the network lost would hold its locks) rolled back.
+      Layer.tap((context) => {
+        const sql = Context.get(context, SqlClient)
+        return Effect.map(Effect.orDie(sql<{ version: string }>`SELECT VERSION() AS version`), ([row]) => {
+          if (!/mariadb/i.test(row?.version ?? "")) return
+          preambles.set(
+            sql,
+            `SET SESSION max_statement_time = ${timeouts.statementMs / 1000}, idle_transaction_timeout = ${
+              Math.ceil(timeouts.statementMs / 1000)
+            }; `
+          )
+        })
+      }),
+      Layer.catchAll((error) => error._tag === "SqlError" ? Layer.fail(error) : Layer.die(error))
+    )))
 }
 
 // Two transactions that lock rows in opposite order (two first requests for one key both find its gap empty,
@@ -39,7 +90,7 @@ export const transactionOn = (sql: SqlClient) => <A, E, R>(work: Effect.Effect<A
     const connection = yield* sql.reserve
     const run = (statement: string) => connection.executeUnprepared(statement, [], undefined)
     return yield* Effect.acquireUseRelease(
-      run("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION"),
+      run(`${preambles.get(sql) ?? ""}SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION`),
       () => Effect.provideService(work, TransactionConnection, [connection, 0]),
       (_, exit) => Effect.orDie(run(Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK"))
     )

@@ -131,7 +131,8 @@ const atLeast = (name: string, min: number, fallback: number) =>
 // a connection (waiting for a free one included), then each statement's answer. The server cancels a statement
 // at PG_STATEMENT_TIMEOUT_MS, and ends a session left idle in a transaction as long (one whose client the network
 // lost would hold its locks); the client gives up 1 s later, when the network or the server went silent (no RST
-// ever comes through a lost NAT entry). TCP keepalive finds idle connections whose peer is gone.
+// ever comes through a lost NAT entry), and closes that connection and the pool's idle ones (PgDriver.ts). TCP
+// keepalive finds idle connections whose peer is gone.
 export const pgTimeoutsConfig = Config.all({
   connectMs: atLeast("PG_CONNECT_TIMEOUT_MS", 1, 2_000),
   statementMs: atLeast("PG_STATEMENT_TIMEOUT_MS", 1, 5_000),
@@ -153,7 +154,7 @@ export const layer = (url: Redacted.Redacted<string>) => {
         connectionTimeoutMillis: timeouts.connectMs,
         statement_timeout: timeouts.statementMs,
         idle_in_transaction_session_timeout: timeouts.statementMs,
-        query_timeout: timeouts.statementMs + SilentAfterCancelMs,
+        silentMs: timeouts.statementMs + SilentAfterCancelMs,
         keepAlive: true,
         keepAliveInitialDelayMillis: timeouts.keepAliveMs
       })

@@ -8,7 +8,7 @@ const sqliteNames = /^SQLITE_(BUSY|LOCKED|NOMEM|IOERR|FULL|CANTOPEN)/
 // 57014: a statement cancelled, as statement_timeout does.
 const pgClasses = /^(08|53|57P0[1-3]|57014)/
 // MariaDB's (mysql2's): the connection lost or refused, the server shutting down or out of connections, a full
-// disk or table, a lock wait past innodb_lock_wait_timeout, a read-only server.
+// disk or table, a lock wait past innodb_lock_wait_timeout, a statement past max_statement_time, a read-only server.
 const mysqlCodes = new Set([
   "PROTOCOL_CONNECTION_LOST",
   "ER_SERVER_SHUTDOWN",
@@ -18,12 +18,13 @@ const mysqlCodes = new Set([
   "ER_RECORD_FILE_FULL",
   "ER_OUT_OF_RESOURCES",
   "ER_LOCK_WAIT_TIMEOUT",
+  "ER_QUERY_TIMEOUT",
   "ER_OPTION_PREVENTS_STATEMENT",
   "ER_READ_ONLY_MODE"
 ])
 const systemCodes = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH"])
 const faultMessages =
-  /Connection terminated|connection timeout|timeout exceeded when trying to connect|Query read timeout|not queryable|database or disk is full|disk I\/O error|database is locked|connection is in closed state|Pool is closed/i
+  /Connection terminated|connection timeout|timeout exceeded when trying to connect|Query read timeout|not queryable|database or disk is full|disk I\/O error|database is locked|connection is in closed state|Pool is closed|max_statement_time exceeded/i
 
 const isFault = (e: unknown): boolean => {
   if (typeof e !== "object" || e === null) return false

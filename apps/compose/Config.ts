@@ -1,5 +1,6 @@
 import { Config, Option } from "effect"
 import { mailConcurrencyConfig } from "../../adapters/mail/SmtpMailer.ts"
+import { mariaDbTimeoutsConfig } from "../../adapters/mariadb/MariaDbClient.ts"
 import { pgTimeoutsConfig } from "../../adapters/postgres/PgClient.ts"
 import { DefaultIdleMinutes } from "../../core/console/ConsoleSettings.ts"
 import { DefaultPendingTtlDays } from "../../core/subscriptions/PendingPurge.ts"
@@ -25,6 +26,7 @@ export const AppConfig = Config.all({
   ),
   databaseUrl: databaseUrlConfig,
   postgresTimeouts: pgTimeoutsConfig,
+  mariaDbTimeouts: mariaDbTimeoutsConfig,
   mailTransport: Config.literal("console", "smtp")("MAIL_TRANSPORT").pipe(Config.withDefault("console" as const)),
   mailConcurrency: mailConcurrencyConfig,
   cardNetwork: Config.literal("sandbox", "http")("CARD_NETWORK").pipe(Config.withDefault("sandbox" as const)),
