@@ -2,6 +2,7 @@ import type { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, identity } from "effect"
 import { UnsettledRefunds } from "../../core/payments/Refund.ts"
 import type { TransferStorageShape, TransferTx } from "../../core/payments/TransferStorage.ts"
+import { dayTotals } from "../sql/DayRows.ts"
 import { listRefunds, RefundColumns, refundOutcomeRow, type RefundRow, refundRow, toRefund } from "../sql/RefundRows.ts"
 import { toTransfer, TransferColumns, type TransferRow } from "../sql/TransferRows.ts"
 import { asChar, first, reconciliation, type Statements, wrote } from "./MariaDbUnitOfWork.ts"
@@ -45,7 +46,10 @@ export const mariaDbRefundStatements = (sql: SqlClient): Statements<RefundTx> =>
 
 export const mariaDbRefundStorage = (
   sql: SqlClient
-): Pick<TransferStorageShape, "getRefund" | "listRefunds" | "claimUnsettledRefunds" | "reconcileRefundLater"> => {
+): Pick<
+  TransferStorageShape,
+  "getRefund" | "listRefunds" | "refundDays" | "claimUnsettledRefunds" | "reconcileRefundLater"
+> => {
   const unsettled = reconciliation(sql, "refunds", refundColumns, (row: RefundRow, attempts) => ({
     refund: toRefund(row),
     attempts
@@ -57,6 +61,7 @@ export const mariaDbRefundStorage = (
         toRefund
       )),
     listRefunds: listRefunds(sql, refundColumns),
+    refundDays: dayTotals(sql, "refunds"),
     claimUnsettledRefunds: unsettled.claim,
     reconcileRefundLater: unsettled.later
   }

@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { DateTime, Effect, Layer, Option } from "effect"
 import { SubscriptionStorage, type SubscriptionTx } from "../../core/subscriptions/SubscriptionStorage.ts"
+import { eventDays, signupDays } from "../sql/DayRows.ts"
 import {
   FeedColumns,
   feedOf,
@@ -149,6 +150,8 @@ export const make = Effect.gen(function*() {
       ids.length === 0 ? Effect.void : Effect.orDie(sql`UPDATE mail_outbox SET sent_at = ${ms(now)},
         next_attempt_at = NULL, last_error = NULL WHERE ${sql.in("id", ids)} AND sent_at IS NULL`),
     listSubscriptions: listSubscriptions(sql),
+    signupDays: signupDays(sql),
+    eventDays: eventDays(sql),
     // Oldest first, rows another purge holds skipped, in the index's order as a claim's (MariaDbUnitOfWork.ts);
     // their tokens and outbox rows go with them (ON DELETE CASCADE).
     purge: (status, before, limit) =>

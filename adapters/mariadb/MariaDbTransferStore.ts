@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, identity, Layer } from "effect"
 import { type ClientId, type TransferId, UnsettledTransfers } from "../../core/payments/Transfer.ts"
 import { TransferStorage, type TransferTx } from "../../core/payments/TransferStorage.ts"
+import { dayTotals } from "../sql/DayRows.ts"
 import {
   answerColumns,
   Balance,
@@ -118,6 +119,7 @@ export const make = Effect.gen(function*() {
     get: (client, id) => transferWhere(client, "id", id),
     byReference: (client, reference) => transferWhere(client, "reference", reference),
     list: listTransfers(sql, transferColumns),
+    transferDays: dayTotals(sql, "transfers"),
     claimUnsettled: unsettled.claim,
     reconcileLater: unsettled.later,
     // A batch per statement: no lock is held long.

@@ -3,6 +3,7 @@ import { Refund, UnsettledRefunds } from "../../core/payments/Refund.ts"
 import { type ClientId, Transfer, type TransferId } from "../../core/payments/Transfer.ts"
 import type { TransferStorageShape, TransferTx } from "../../core/payments/TransferStorage.ts"
 import { millis, newestFirst, type Statements, type Tables, unsettledAt } from "./MemoryDatabase.ts"
+import { dayTotals } from "./MemoryDays.ts"
 
 // Refunds in memory: the refund operations of the transfer storage port, over MemoryDatabase's tables.
 
@@ -51,7 +52,7 @@ export const memoryRefundStatements: Statements<RefundTx> = {
 
 type RefundReads = Pick<
   TransferStorageShape,
-  "getRefund" | "listRefunds" | "claimUnsettledRefunds" | "reconcileRefundLater"
+  "getRefund" | "listRefunds" | "refundDays" | "claimUnsettledRefunds" | "reconcileRefundLater"
 >
 
 // The reads and the reconciliation lease, each run by `read` under the database's lock.
@@ -62,6 +63,7 @@ export const memoryRefundReads = (t: Tables, read: <A>(f: () => A) => Effect.Eff
     )
   return {
     getRefund: (client, id) => read(() => Option.fromNullable(own(client).find((r) => r.id === id))),
+    refundDays: (client, from, before) => read(() => dayTotals(own(client), from, before)),
     listRefunds: (client, transfer, query) =>
       read(() => {
         const all = own(client, transfer).sort(newestFirst((r) => r.createdAt))

@@ -7,6 +7,7 @@ import {
   type SubscriptionTx
 } from "../../core/subscriptions/SubscriptionStorage.ts"
 import { atomically, MemoryDatabase, millis, type Statements, type Tables, unitOfWork } from "./MemoryDatabase.ts"
+import { dayCounts } from "./MemoryDays.ts"
 import { memoryEventStatements } from "./MemoryEvents.ts"
 
 // The subscription storage in memory: the same port as the databases', over MemoryDatabase's tables, with
@@ -173,6 +174,28 @@ export const layer = Layer.effect(
             t.outbox.set(id, { ...rest, sentAt: now })
           }
         }),
+      signupDays: (from, before) =>
+        read(() =>
+          dayCounts(
+            [...t.subscriptions.values()].map((r) => ({
+              createdAt: r.subscription.createdAt,
+              kind: "signup" as const
+            })),
+            from,
+            before
+          )
+        ),
+      eventDays: (owner, from, before) =>
+        read(() =>
+          dayCounts(
+            [...t.events.values()].filter((e) => e.owner === owner).map((e) => ({
+              createdAt: e.createdAt,
+              kind: e.type
+            })),
+            from,
+            before
+          )
+        ),
       listSubscriptions: ({ feed, limit, startingAfter, status }) =>
         read(() =>
           [...t.subscriptions.values()].map((r) => r.subscription).filter((s) =>

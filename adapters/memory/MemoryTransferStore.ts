@@ -12,6 +12,7 @@ import {
   unitOfWork,
   unsettledAt
 } from "./MemoryDatabase.ts"
+import { dayTotals } from "./MemoryDays.ts"
 import { memoryEventStatements } from "./MemoryEvents.ts"
 import { memoryRefundReads, memoryRefundStatements } from "./MemoryRefunds.ts"
 
@@ -139,6 +140,7 @@ export const layer = Layer.effect(
           ).slice(0, query.limit + 1)
           return { data: rows.slice(0, query.limit), hasMore: rows.length > query.limit }
         }),
+      transferDays: (client, from, before) => read(() => dayTotals(own(client), from, before)),
       balance: (client) =>
         read(() =>
           [...t.balances.values()].filter((b) => b.clientId === client).map(({ amount, currency, merchantId }) => ({

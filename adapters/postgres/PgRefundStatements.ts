@@ -2,6 +2,7 @@ import type { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { UnsettledRefunds } from "../../core/payments/Refund.ts"
 import type { TransferStorageShape, TransferTx } from "../../core/payments/TransferStorage.ts"
+import { dayTotals } from "../sql/DayRows.ts"
 import { sqlStrings, unsettledCondition } from "../sql/Dialect.ts"
 import { listRefunds, RefundColumns, refundOutcomeRow, type RefundRow, refundRow, toRefund } from "../sql/RefundRows.ts"
 import { toTransfer, TransferColumns, type TransferRow } from "../sql/TransferRows.ts"
@@ -75,10 +76,14 @@ export const pgRefundStatements: Statements<RefundTx> = {
 export const pgRefundStorage = (
   sql: SqlClient,
   direct: PgDirectShape
-): Pick<TransferStorageShape, "getRefund" | "listRefunds" | "claimUnsettledRefunds" | "reconcileRefundLater"> => ({
+): Pick<
+  TransferStorageShape,
+  "getRefund" | "listRefunds" | "refundDays" | "claimUnsettledRefunds" | "reconcileRefundLater"
+> => ({
   getRefund: (client, id) =>
     Effect.orDie(Effect.map(direct.query<RefundRow>(refundById, [client, id]), (rows) => first(rows, toRefund))),
   listRefunds: listRefunds(sql, RefundColumns),
+  refundDays: dayTotals(sql, "refunds"),
   claimUnsettledRefunds: (now, pendingBefore, leaseUntil, limit) =>
     direct.query<RefundRow & { reconcile_attempts: number }>(claimUnsettled, [
       ms(now),

@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { type DateTime, Effect, Layer } from "effect"
 import { AwaitsConfirmation } from "../../core/subscriptions/Subscription.ts"
 import { SubscriptionStorage, type SubscriptionTx } from "../../core/subscriptions/SubscriptionStorage.ts"
+import { eventDays, signupDays } from "../sql/DayRows.ts"
 import { liveEndpointOf, pgEventValues, pgInsertEvent, pgLiveEndpoints } from "../sql/EventRows.ts"
 import {
   FeedColumns,
@@ -233,6 +234,8 @@ export const make = Effect.gen(function*() {
       ),
     markSentAll: (ids, now) => Effect.orDie(Effect.asVoid(direct.query(markSent, [ids, ms(now)]))),
     listSubscriptions: listSubscriptions(sql),
+    signupDays: signupDays(sql),
+    eventDays: eventDays(sql),
     purge: (status, before, limit) =>
       direct.query(purge, [status, ms(before), limit]).pipe(Effect.map((rows) => rows.length), Effect.orDie)
   })

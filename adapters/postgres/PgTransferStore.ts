@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
 import { type ClientId, type TransferId, UnsettledTransfers } from "../../core/payments/Transfer.ts"
 import { TransferStorage, type TransferTx } from "../../core/payments/TransferStorage.ts"
+import { dayTotals } from "../sql/DayRows.ts"
 import { sqlStrings, unsettledCondition } from "../sql/Dialect.ts"
 import { liveEndpointOf, pgEventValues, pgInsertEvent, pgLiveEndpoints } from "../sql/EventRows.ts"
 import {
@@ -150,6 +151,7 @@ export const make = Effect.gen(function*() {
     get: (client, id) => transferWhere(transferById, client, id),
     byReference: (client, reference) => transferWhere(transferByReference, client, reference),
     list: listTransfers(sql, TransferColumns),
+    transferDays: dayTotals(sql, "transfers"),
     claimUnsettled: (now, pendingBefore, leaseUntil, limit) =>
       direct.query<TransferRow & { reconcile_attempts: number }>(claimUnsettled, [
         ms(now),

@@ -2,6 +2,7 @@ import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, Duration, Effect } from "effect"
 import { m0010_balances } from "./BalanceMigration.ts"
+import { m0015_chart_indexes } from "./ChartMigration.ts"
 import { Dialect } from "./Dialect.ts"
 import { m0016_event_subjects } from "./EventSubjectMigration.ts"
 import { m0011_indexes } from "./IndexMigration.ts"
@@ -313,6 +314,7 @@ export const migrations = Migrator.fromRecord({
   "0011_indexes": m0011_indexes,
   "0012_console_sessions": m0012_console_sessions,
   "0013_transfer_filters": m0013_transfer_filters,
+  "0015_chart_indexes": m0015_chart_indexes,
   "0016_event_subjects": m0016_event_subjects
 })
 

@@ -1,6 +1,7 @@
 import { DateTime, Option } from "effect"
-import { UnsettledRefunds } from "../../core/payments/Refund.ts"
+import { type RefundStatus, UnsettledRefunds } from "../../core/payments/Refund.ts"
 import type { TransferStorageShape, TransferTx } from "../../core/payments/TransferStorage.ts"
+import { type DayTotalRow, sqliteDayTotals, toDayTotal } from "../sql/DayRows.ts"
 import { sqlStrings, unsettledCondition } from "../sql/Dialect.ts"
 import { RefundColumns, refundOutcomeRow, type RefundRow, refundRow, toRefund } from "../sql/RefundRows.ts"
 import { toTransfer, TransferColumns, type TransferRow } from "../sql/TransferRows.ts"
@@ -13,6 +14,7 @@ import { read, type Statements, write } from "./SqliteUnitOfWork.ts"
 
 const millis = DateTime.toEpochMillis
 const identity = (ms: number) => ms
+const refundDays = sqliteDayTotals("refunds")
 const transferById = `SELECT ${TransferColumns} FROM transfers WHERE client_id = ? AND id = ?`
 const selectRefund = (where: string) => `SELECT ${RefundColumns} FROM refunds WHERE ${where}`
 const refundById = selectRefund("client_id = ? AND id = ?")
@@ -58,7 +60,10 @@ export const sqliteRefundStatements: Statements<RefundTx> = {
 
 export const sqliteRefundStorage = (
   direct: SqliteDirectShape
-): Pick<TransferStorageShape, "getRefund" | "listRefunds" | "claimUnsettledRefunds" | "reconcileRefundLater"> => {
+): Pick<
+  TransferStorageShape,
+  "getRefund" | "listRefunds" | "refundDays" | "claimUnsettledRefunds" | "reconcileRefundLater"
+> => {
   const reading = read(direct)
   const writing = write(direct)
   return {
@@ -80,6 +85,10 @@ export const sqliteRefundStorage = (
         ])
         return { data: rows.slice(0, query.limit).map(toRefund), hasMore: rows.length > query.limit }
       }),
+    refundDays: (client, from, before) =>
+      reading((db) =>
+        db.all<DayTotalRow>(refundDays, [client, millis(from), millis(before)]).map(toDayTotal<RefundStatus>)
+      ),
     claimUnsettledRefunds: (now, pendingBefore, leaseUntil, limit) =>
       writing((db) => {
         const rows = db.all<RefundRow & { reconcile_attempts: number }>(unsettled, [

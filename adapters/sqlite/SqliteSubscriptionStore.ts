@@ -1,5 +1,6 @@
 import { DateTime, Effect, Layer, Option } from "effect"
 import { SubscriptionStorage, type SubscriptionTx } from "../../core/subscriptions/SubscriptionStorage.ts"
+import { type DayCountRow, SqliteEventDays, SqliteSignupDays, toDayCount } from "../sql/DayRows.ts"
 import { sqliteEventStatements } from "../sql/EventRows.ts"
 import {
   FeedColumns,
@@ -153,6 +154,12 @@ export const layer = Layer.effect(
             limit
           ]).map(subscriptionOf)
         ),
+      signupDays: (from, before) =>
+        reading((db) =>
+          db.all<DayCountRow>(SqliteSignupDays, [millis(from), millis(before)]).map(toDayCount<"signup">)
+        ),
+      eventDays: (owner, from, before) =>
+        reading((db) => db.all<DayCountRow>(SqliteEventDays, [owner, millis(from), millis(before)]).map(toDayCount)),
       purge: (status, before, limit) => writing((db) => db.run(purge, [status, millis(before), limit]))
     })
   })

@@ -1,6 +1,12 @@
 import { DateTime, Effect, Layer, Option } from "effect"
-import { type ClientId, type TransferId, UnsettledTransfers } from "../../core/payments/Transfer.ts"
+import {
+  type ClientId,
+  type TransferId,
+  type TransferStatus,
+  UnsettledTransfers
+} from "../../core/payments/Transfer.ts"
 import { TransferStorage, type TransferTx } from "../../core/payments/TransferStorage.ts"
+import { type DayTotalRow, sqliteDayTotals, toDayTotal } from "../sql/DayRows.ts"
 import { sqlStrings, unsettledCondition } from "../sql/Dialect.ts"
 import { sqliteEventStatements } from "../sql/EventRows.ts"
 import {
@@ -52,6 +58,7 @@ const listOf = (given: ReadonlyArray<boolean>) => {
   }
   return text
 }
+const transferDays = sqliteDayTotals("transfers")
 const keyRow = `SELECT ${KeyColumns} FROM idempotency_keys WHERE client_id = ? AND idempotency_key = ?`
 const insertKey = `INSERT INTO idempotency_keys (client_id, idempotency_key, request_hash, request_id, started_at)
   VALUES (?, ?, ?, ?, ?) ON CONFLICT (client_id, idempotency_key) DO NOTHING`
@@ -146,6 +153,10 @@ export const layer = Layer.effect(
         reading((db) => Option.map(Option.fromNullable(db.get<KeyRow>(keyRow, [client, key])), toKeyRecord)),
       get: (client, id) => transfer(byId, [client, id]),
       byReference: (client, reference) => transfer(byReference, [client, reference]),
+      transferDays: (client, from, before) =>
+        reading((db) =>
+          db.all<DayTotalRow>(transferDays, [client, millis(from), millis(before)]).map(toDayTotal<TransferStatus>)
+        ),
       list: (client, query) =>
         reading((db) => {
           const after = query.startingAfter === undefined

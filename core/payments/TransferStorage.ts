@@ -1,5 +1,6 @@
 import { Context, type DateTime, type Effect, type Option } from "effect"
 import type { Audience, EventTx, NewEvent } from "../webhooks/Events.ts"
+import type { CurrencyCode } from "./Currency.ts"
 import type { IdempotencyKey, KeptAnswer, KeyClaim, KeyRecord, RequestHash } from "./Idempotency.ts"
 import type { BalanceChange } from "./Ledger.ts"
 import type { Refund, RefundId, RefundStatus } from "./Refund.ts"
@@ -137,6 +138,17 @@ export interface TransferQuery {
   readonly startingAfter?: TransferId
 }
 
+// A client's transfers (or refunds) made on one day in one currency and status: how many, and their amounts
+// summed. `day` counts whole UTC days since 1970-01-01 (a time's epoch milliseconds divided by 86,400,000,
+// rounded down).
+export interface DayTotal<Status extends string> {
+  readonly day: number
+  readonly currency: CurrencyCode
+  readonly status: Status
+  readonly count: number
+  readonly amount: bigint
+}
+
 // Transfers, each read or write a transaction of its own.
 export interface TransferOperations {
   readonly get: (client: ClientId, id: TransferId) => Effect.Effect<Option.Option<Transfer>>
@@ -150,6 +162,13 @@ export interface TransferOperations {
   // The client's balances as addToBalance kept them, per recipient merchant and currency, exact, ordered by
   // both: one row each, never a sum over transfers.
   readonly balance: (client: ClientId) => Effect.Effect<ReadonlyArray<Balance>>
+  // The client's transfers made at or after `from` and before `before`, grouped by day, currency and status, in
+  // any order: one read of the client's range of its (client_id, created_at) index.
+  readonly transferDays: (
+    client: ClientId,
+    from: DateTime.Utc,
+    before: DateTime.Utc
+  ) => Effect.Effect<ReadonlyArray<DayTotal<TransferStatus>>>
   // Leases up to `limit` transfers, oldest first, until `leaseUntil`: those UnsettledTransfers takes (the
   // `afterLease` ones created at or before `pendingBefore`), whose lease is unset or over at `now`. Concurrent callers never get
   // the same transfer while its lease runs (SKIP LOCKED on PostgreSQL).
@@ -172,6 +191,12 @@ export interface RefundOperations {
     transfer: TransferId,
     query: { readonly limit: number; readonly startingAfter?: RefundId }
   ) => Effect.Effect<{ readonly data: ReadonlyArray<Refund>; readonly hasMore: boolean }>
+  // transferDays for the client's refunds (their own created time, amount and status).
+  readonly refundDays: (
+    client: ClientId,
+    from: DateTime.Utc,
+    before: DateTime.Utc
+  ) => Effect.Effect<ReadonlyArray<DayTotal<RefundStatus>>>
   // claimUnsettled and reconcileLater for refunds: `unknown` ones and `pending` ones created at or before
   // `pendingBefore`, leased to one caller at a time.
   readonly claimUnsettledRefunds: (

@@ -48,6 +48,8 @@ const passedThrough = [
   "get",
   "byReference",
   "list",
+  "transferDays",
+  "refundDays",
   "balance",
   "claimUnsettled",
   "reconcileLater",

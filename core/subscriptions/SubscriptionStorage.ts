@@ -1,6 +1,7 @@
 import { Context, type DateTime, type Effect, type Option } from "effect"
 import type { Email } from "../shared/Email.ts"
 import type { EventTx } from "../webhooks/Events.ts"
+import type { Owner } from "../webhooks/Webhooks.ts"
 import type { Feed, FeedName } from "./Feed.ts"
 import type { SubscriberName, Subscription, SubscriptionId, SubscriptionStatus } from "./Subscription.ts"
 import type { IssuedTokens, OutboxEntry, SubscriptionQuery } from "./SubscriptionStore.ts"
@@ -87,6 +88,13 @@ export interface CombinedSubscriptionOperations {
   ) => Effect.Effect<ReadonlyArray<Subscription>>
 }
 
+// How many rows of one kind fall on one day (whole UTC days since 1970-01-01, as DayTotal's `day`).
+export interface DayCount<Kind extends string = string> {
+  readonly day: number
+  readonly kind: Kind
+  readonly count: number
+}
+
 export interface SubscriptionStorageShape extends SubscriptionTx {
   readonly combined?: CombinedSubscriptionOperations
   // Runs `work` in one transaction. `work` only sequences the operations of `tx` (on SQLite it runs
@@ -109,6 +117,16 @@ export interface SubscriptionStorageShape extends SubscriptionTx {
   // A row sent already keeps its time.
   readonly markSentAll: (ids: ReadonlyArray<number>, now: DateTime.Utc) => Effect.Effect<void>
   readonly listSubscriptions: (query: SubscriptionQuery) => Effect.Effect<ReadonlyArray<Subscription>>
+  // The subscriptions created at or after `from` and before `before`, of every feed, counted per day (`kind` is
+  // "signup"): one read of the range of the (created_at) index.
+  readonly signupDays: (from: DateTime.Utc, before: DateTime.Utc) => Effect.Effect<ReadonlyArray<DayCount<"signup">>>
+  // The owner's events made at or after `from` and before `before`, counted per day and type (`kind`): one read
+  // of the owner's range of the (owner, created_at, id) index.
+  readonly eventDays: (
+    owner: Owner,
+    from: DateTime.Utc,
+    before: DateTime.Utc
+  ) => Effect.Effect<ReadonlyArray<DayCount>>
   // Deletes up to `limit` subscriptions of `status` last updated before `before`, oldest first, with their
   // tokens and outbox rows; answers how many (rows another purge holds are skipped on PostgreSQL).
   readonly purge: (status: SubscriptionStatus, before: DateTime.Utc, limit: number) => Effect.Effect<number>

@@ -47,7 +47,16 @@ export interface SubscriptionQuery {
 }
 
 // What the store hands the use cases from the port unchanged (documented there).
-const passedThrough = ["findFeed", "listFeeds", "get", "claimDue", "markFailed", "listSubscriptions"] as const
+const passedThrough = [
+  "findFeed",
+  "listFeeds",
+  "get",
+  "claimDue",
+  "markFailed",
+  "listSubscriptions",
+  "signupDays",
+  "eventDays"
+] as const
 
 // The store the use cases see for subscriptions, their tokens and the mail outbox, made once (`layer`) over
 // any database's SubscriptionStorage port. Every method is one transaction in which the rules

@@ -601,5 +601,36 @@ export const refundStoreContract = (
           }
         })))
     })
+
+    it.effect("refundDays counts and sums a client's refunds per UTC day, currency and status, in [from, before)", () =>
+      run(Effect.gen(function*() {
+        const refunds = yield* RefundStore
+        const store = yield* TransferStore
+        const Day = 86_400_000
+        const day = Math.floor(T0 / Day)
+        const noon = T0 - day * Day
+        const startOf = (d: number) => DateTime.unsafeMake(d * Day)
+        const { client, transfer: usd } = yield* setUp()
+        const yen = yield* recorded(client, "tb", { currency: JPY, amount: 5000n })
+        const other = yield* recorded(yield* newClient("b"), "tc")
+        const r1 = yield* opened(request(usd, "r1", "1.00"), at(1000))
+        const r2 = yield* opened(request(usd, "r2", "2.00"), at(2000))
+        const r3 = yield* opened(request(usd, "r3", "0.50"), at(noon - 1))
+        yield* opened(request(yen, "r4", "300"), at(noon))
+        yield* opened(request(usd, "r5", "0.10"), at(-noon - 1))
+        yield* opened(request(other, "r6", "1.00"), at(1000))
+        yield* refunds.settle(settledRefund(r1, { _tag: "Succeeded" }), "pending")
+        yield* refunds.settle(settledRefund(r2, { _tag: "Succeeded" }), "pending")
+        yield* refunds.settle(settledRefund(r3, { _tag: "Failed", reason: "declined" }), "pending")
+        const rows = [...yield* store.refundDays(client, startOf(day), startOf(day + 2))].sort((x, y) =>
+          x.day - y.day || x.currency.localeCompare(y.currency) || x.status.localeCompare(y.status)
+        )
+        assert.deepStrictEqual(rows, [
+          { day, currency: USD, status: "failed", count: 1, amount: 50n },
+          { day, currency: USD, status: "succeeded", count: 2, amount: 300n },
+          { day: day + 1, currency: JPY, status: "pending", count: 1, amount: 300n }
+        ])
+        assert.deepStrictEqual(yield* store.refundDays(client, startOf(day + 2), startOf(day + 3)), [])
+      })))
   })
 }

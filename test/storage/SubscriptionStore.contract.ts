@@ -1,3 +1,4 @@
+import { AdminOwner } from "../../core/webhooks/Webhooks.ts"
 // What every SubscriptionStore must do, whatever storage is behind it (the core's store over each adapter's
 // SubscriptionStorage port). The checks use the port only, plus RawRows to count rows; `makeLayer` must give a
 // new, migrated database (with the "default" feed) each time. Every check runs on the in-memory adapter too.
@@ -621,5 +622,40 @@ export const subscriptionStoreContract = (
           assert.strictEqual(yield* count("subscriptions"), 2)
         })))
     })
+
+    it.effect("signupDays and eventDays count per UTC day, in [from, before)", () =>
+      run(Effect.gen(function*() {
+        const store = yield* SubscriptionStore
+        yield* insertOtherFeed
+        const Day = 86_400_000
+        const day = Math.floor(T0 / Day)
+        const noon = T0 - day * Day
+        const startOf = (d: number) => DateTime.unsafeMake(d * Day)
+        const dave = { ...ann, name: SubscriberName.make("Dave"), email: Email.make("dave@example.com") }
+        const carol = { ...ann, name: SubscriberName.make("Carol"), email: Email.make("carol@example.com") }
+        // Dave signs up the day before (not counted) and confirms the day after.
+        const late = yield* store.subscribe({ ...dave, now: at(-noon - 1) })
+        const daveTokens = yield* mailConfirmation(late.subscription, "dave", at(-noon - 1))
+        const { tokens } = yield* activeSubscription(ann, "ann", t0)
+        yield* store.subscribe({ ...bob, now: at(noon - 1) })
+        yield* activeSubscription({ ...carol, feed: OtherFeed }, "carol", at(noon))
+        yield* store.redeemToken(daveTokens.confirm.hash, "confirm", Event.Confirm(), at(noon + 5))
+        yield* store.redeemToken(tokens.unsubscribe.hash, "unsubscribe", Event.Unsubscribe(), at(noon + 10))
+        // Ann's second signup changes her row: it is not a new one.
+        yield* store.subscribe({ ...ann, now: at(noon + 20) })
+        const byDay = <R extends { day: number; kind: string }>(rows: ReadonlyArray<R>) =>
+          [...rows].sort((x, y) => x.day - y.day || x.kind.localeCompare(y.kind))
+        assert.deepStrictEqual(byDay(yield* store.signupDays(startOf(day), startOf(day + 2))), [
+          { day, kind: "signup", count: 2 },
+          { day: day + 1, kind: "signup", count: 1 }
+        ])
+        assert.deepStrictEqual(byDay(yield* store.eventDays(AdminOwner, startOf(day), startOf(day + 2))), [
+          { day, kind: "subscription.confirmed", count: 1 },
+          { day: day + 1, kind: "subscription.confirmed", count: 2 },
+          { day: day + 1, kind: "subscription.unsubscribed", count: 1 }
+        ])
+        assert.deepStrictEqual(yield* store.eventDays("cl_other", startOf(day), startOf(day + 2)), [])
+        assert.deepStrictEqual(yield* store.signupDays(startOf(day + 2), startOf(day + 3)), [])
+      })))
   })
 }

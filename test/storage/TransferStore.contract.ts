@@ -973,6 +973,53 @@ export const transferStoreContract = (
         })))
     })
 
+    describe("transferDays", () => {
+      // 2025-01-15 is day 20103 since 1970-01-01; T0 is its noon.
+      const Day = 86_400_000
+      const day = Math.floor(T0 / Day)
+      const startOf = (d: number) => DateTime.unsafeMake(d * Day)
+      const sorted = <R extends { day: number; currency: string; status: string }>(rows: ReadonlyArray<R>) =>
+        [...rows].sort((x, y) =>
+          x.day - y.day || x.currency.localeCompare(y.currency) || x.status.localeCompare(y.status)
+        )
+
+      it.effect("counts and sums a client's transfers per UTC day, currency and status, in [from, before)", () =>
+        run(Effect.gen(function*() {
+          const store = yield* TransferStore
+          const a = yield* newClient("a")
+          const b = yield* newClient("b")
+          const noon = T0 - day * Day
+          const huge = 2n ** 60n
+          for (
+            const t of [
+              approved(a, "a1", { amount: 100n }),
+              approved(a, "a2", { amount: 50n, createdAt: at(noon - 1) }),
+              declined(a, "a3", { amount: 20n, createdAt: at(1) }),
+              approved(a, "a4", { amount: 7n, currency: EUR, createdAt: at(Day / 2) }),
+              approved(a, "a5", { amount: huge, createdAt: at(Day / 2 + 5) }),
+              approved(a, "a6", { amount: huge, createdAt: at(Day / 2 + 6) }),
+              // Outside [day, day + 2): the last millisecond before, the first one after.
+              approved(a, "a7", { createdAt: at(-noon - 1) }),
+              approved(a, "a8", { createdAt: at(Day * 1.5) }),
+              approved(b, "b1", { amount: 999n })
+            ]
+          ) yield* store.record(t)
+          yield* store.reserve(pending(a, "a9", { createdAt: at(2) }))
+          const rows = yield* store.transferDays(a, startOf(day), startOf(day + 2))
+          assert.deepStrictEqual(sorted(rows), [
+            { day, currency: USD, status: "approved", count: 2, amount: 150n },
+            { day, currency: USD, status: "declined", count: 1, amount: 20n },
+            { day, currency: USD, status: "pending", count: 1, amount: 1234n },
+            { day: day + 1, currency: EUR, status: "approved", count: 1, amount: 7n },
+            { day: day + 1, currency: USD, status: "approved", count: 2, amount: 2n * huge }
+          ])
+          assert.deepStrictEqual(yield* store.transferDays(a, startOf(day + 2), startOf(day + 3)), [
+            { day: day + 2, currency: USD, status: "approved", count: 1, amount: 1234n }
+          ])
+          assert.deepStrictEqual(yield* store.transferDays(yield* newClient("c"), startOf(day), startOf(day + 2)), [])
+        })))
+    })
+
     describe("balance", () => {
       interface Entry {
         readonly owner: "a" | "b"
