@@ -1,5 +1,6 @@
 import { Duration, Effect, Layer, Option, Redacted } from "effect"
 import { layer as CryptoTokens } from "../adapters/crypto/CryptoTokens.ts"
+import { Charts } from "../core/console/Charts.ts"
 import { ConsoleSettings } from "../core/console/ConsoleSettings.ts"
 import { Sessions } from "../core/console/Sessions.ts"
 import { Clients } from "../core/payments/Clients.ts"
@@ -23,6 +24,7 @@ import { cardNetworkLayer, sendersLayer } from "./compose/Senders.ts"
 import { storageLayer } from "./compose/Storage.ts"
 import type { StorageDrivers } from "./compose/storage/Drivers.ts"
 import { runWebhookWorker, runWorkers } from "./compose/Workers.ts"
+import { ChartsLive } from "./console/ChartHandlers.ts"
 import { ServedApi } from "./console/ConsoleApi.ts"
 import { ConsoleLive } from "./console/ConsoleHandlers.ts"
 import { MetaLive } from "./http/meta/MetaHandlers.ts"
@@ -92,6 +94,7 @@ export const domainLayer = (drivers: StorageDrivers, deliveryWorker?: URL) =>
         Refunds.Default,
         Clients.Default,
         WebhookEndpoints.Default,
+        Charts.Default,
         Sessions.Default.pipe(Layer.provide(Clients.Default), Layer.provide(consoleSettings))
       ).pipe(
         Layer.provideMerge(Layer.mergeAll(OutboxWorker.Default, Reconciler.Default, KeyPruner.Default)),
@@ -124,6 +127,7 @@ export const appLayer = (drivers: StorageDrivers, deliveryWorker?: URL) =>
           MetaLive,
           WebhooksLive,
           ConsoleLive,
+          ChartsLive,
           shared
         ]),
         Layer.provideMerge(

@@ -120,7 +120,8 @@ const steps = [
     "test/http/Upgrades.http.test.ts",
     "test/client/GeneratedClient.http.test.ts",
     "test/browser/Docs.browser.test.ts",
-    "test/http/Console.http.test.ts"
+    "test/http/Console.http.test.ts",
+    "test/http/ConsoleCharts.http.test.ts"
   ], {
     ...built,
     TEST_DATABASE: "memory"

@@ -1,0 +1,21 @@
+import { Effect } from "effect"
+import { Charts } from "../../core/console/Charts.ts"
+import { group } from "../http/pipeline/ApiHandlers.ts"
+import { merchantChartsPage, newsletterChartsPage } from "./ChartPages.ts"
+import { consoleAccess } from "./ConsoleAccess.ts"
+import { ServedApi } from "./ConsoleApi.ts"
+
+export const ChartsLive = group(ServedApi, "charts", (handlers) =>
+  Effect.gen(function*() {
+    const { page } = yield* consoleAccess
+    const charts = yield* Charts
+    return handlers
+      .handle("merchant", ({ headers }) =>
+        page(headers, "merchant", (session, shown) =>
+          Effect.map(charts.merchant(session.clientId!), (figures) =>
+            merchantChartsPage(shown, figures))))
+      .handle("newsletter", ({ headers }) =>
+        page(headers, "admin", (_session, shown) =>
+          Effect.map(charts.newsletter, (figures) =>
+            newsletterChartsPage(shown, figures))))
+  }))
