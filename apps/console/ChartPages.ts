@@ -69,17 +69,15 @@ export const merchantChartsPage = (shown: SignedIn, f: MerchantFigures) => {
     `<p>The last 30 days, in UTC, today included. Volume is the amount of approved transfers, refunds not taken
 off; the approval rate counts the transfers decided (approved or declined), not those still pending; refunds are
 those that succeeded.</p>
-<h2>Volume</h2>
 ${
       f.volume.length === 0
-        ? none("approved transfers")
+        ? `<h2>Volume</h2>${none("approved transfers")}`
         : f.volume.map((s) => figure(amounts("volume", "Volume", s, Blue, f.days))).join("\n")
     }
 ${figure(approval)}
-<h2>Refunds</h2>
 ${
       f.refunds.length === 0
-        ? none("refunds")
+        ? `<h2>Refunds</h2>${none("refunds")}`
         : f.refunds.map((s) => figure(amounts("refunds", "Refunds", s, Orange, f.days))).join("\n")
     }`,
     { signedIn: shown }

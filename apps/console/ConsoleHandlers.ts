@@ -278,7 +278,7 @@ export const ConsoleLive = group(ServedApi, "console", (handlers) =>
         page(headers, "admin", (_session, shown) =>
           Effect.succeed(consolePage(
             "Newsletter",
-            `<p>You are signed in as the list owner. The feeds, subscribers, outbox and charts are not in the console
+            `<p>You are signed in as the list owner. The feeds, subscribers and outbox are not in the console
 yet (<a href="/docs">the API reference</a> and <code>npm run cli</code> have them); this page is where they will be.</p>`,
             { signedIn: shown }
           ))))

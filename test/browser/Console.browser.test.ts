@@ -6,7 +6,7 @@
 // its hash, nothing else is). Screenshots go to test-results/browser/.
 import type { Browser, BrowserContext, Page } from "playwright-core"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
-import { AppProcess, inMemory } from "../support/AppProcess.ts"
+import { AdminKey, AppProcess, inMemory } from "../support/AppProcess.ts"
 import { createClient, MerchantApi, transferBody, uniqueReference, unlimitedEnv } from "../support/Payments.ts"
 import { assertAccessible, ChromiumPath, launchBrowser, screenshot, skipBrowserSuites } from "./Browser.ts"
 
@@ -148,6 +148,53 @@ describe.skipIf(skipBrowserSuites || inMemory)(`the console in Chromium (${Chrom
         await page.waitForURL(`${app.appUrl}/console`)
         assert.deepStrictEqual(problems, [])
       })
+
+      it("reads the charts' text equivalents, the merchant's and the list owner's", async () => {
+        const merchant = await createClient(app, `charts-${mode}`)
+        const made = await new MerchantApi(app.baseUrl, merchant.api_key).create(
+          transferBody({ reference: uniqueReference(`charts-${mode}`), amount: "7.00" })
+        )
+        assert.strictEqual(made.status, 201, made.text)
+        const today = new Date().toISOString().slice(0, 10)
+        // A table's row for a day, as a screen reader reads it: the day's header cell, then its cells.
+        const dayRow = async (table: string, day: string) => {
+          const row = page.getByRole("table", { name: `${table}, per day` }).getByRole("row").filter({
+            has: page.getByRole("rowheader", { name: day, exact: true })
+          })
+          return (await row.getByRole("cell").allTextContents()).map((c) => c.trim())
+        }
+        await page.goto(`${app.appUrl}/console`)
+        await page.getByLabel("API key").fill(merchant.api_key)
+        await page.getByRole("button", { name: "Sign in" }).click()
+        await page.waitForURL(`${app.appUrl}/console/transfers`)
+        await page.getByRole("link", { name: "Charts", exact: true }).click()
+        await page.waitForURL(`${app.appUrl}/console/charts`)
+        assert.isTrue(await page.getByRole("img", { name: "Volume, USD" }).isVisible())
+        assert.deepStrictEqual(await dayRow("Volume, USD", today), ["7.00", "1"])
+        assert.deepStrictEqual(await dayRow("Approval rate", today), ["1", "0", "100%"])
+        assert.strictEqual(
+          await page.getByRole("table", { name: "Approval rate, per day" }).getByRole("rowheader").count(),
+          30
+        )
+        await screenshot(page, "console-charts")
+        await audit(page)
+        await page.getByRole("button", { name: "Sign out" }).click()
+        await page.waitForURL(`${app.appUrl}/console`)
+
+        await page.getByLabel("API key").fill(AdminKey)
+        await page.getByRole("button", { name: "Sign in" }).click()
+        await page.waitForURL(`${app.appUrl}/console/newsletter`)
+        await page.getByRole("link", { name: "Charts", exact: true }).click()
+        await page.waitForURL(`${app.appUrl}/console/newsletter/charts`)
+        assert.isTrue(await page.getByRole("img", { name: "Signups and confirmations" }).isVisible())
+        assert.deepStrictEqual(await dayRow("Signups and confirmations", today), ["0", "0"])
+        assert.deepStrictEqual(await dayRow("Confirmation rate", today), ["none"])
+        await screenshot(page, "console-newsletter-charts")
+        await audit(page)
+        await page.getByRole("button", { name: "Sign out" }).click()
+        await page.waitForURL(`${app.appUrl}/console`)
+        assert.deepStrictEqual(problems, [])
+      }, 120_000)
 
       it("works with the keyboard alone: sign in, open a transfer, refund it, sign out", async () => {
         const merchant = await createClient(app, `keyboard-${mode}`)
