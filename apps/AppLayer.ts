@@ -25,6 +25,7 @@ import type { StorageDrivers } from "./compose/storage/Drivers.ts"
 import { runWebhookWorker, runWorkers } from "./compose/Workers.ts"
 import { ServedApi } from "./console/ConsoleApi.ts"
 import { ConsoleLive } from "./console/ConsoleHandlers.ts"
+import { NewsletterConsoleLive } from "./console/NewsletterHandlers.ts"
 import { MetaLive } from "./http/meta/MetaHandlers.ts"
 import { adminAuthLayer } from "./http/pipeline/AdminAuthLive.ts"
 import { makeCors, parseOrigins } from "./http/pipeline/Cors.ts"
@@ -124,6 +125,7 @@ export const appLayer = (drivers: StorageDrivers, deliveryWorker?: URL) =>
           MetaLive,
           WebhooksLive,
           ConsoleLive,
+          NewsletterConsoleLive,
           shared
         ]),
         Layer.provideMerge(

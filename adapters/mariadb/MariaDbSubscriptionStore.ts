@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { DateTime, Effect, Layer, Option } from "effect"
 import { SubscriptionStorage, type SubscriptionTx } from "../../core/subscriptions/SubscriptionStorage.ts"
 import {
+  consoleReads,
   FeedColumns,
   feedOf,
   listFeeds,
@@ -158,7 +159,8 @@ export const make = Effect.gen(function*() {
           FOR UPDATE SKIP LOCKED`
         if (rows.length > 0) yield* sql`DELETE FROM subscriptions WHERE ${sql.in("id", rows.map((r) => r.id))}`
         return rows.length
-      })).pipe(Effect.orDie)
+      })).pipe(Effect.orDie),
+    ...consoleReads(sql)
   })
 })
 

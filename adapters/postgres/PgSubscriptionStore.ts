@@ -4,6 +4,7 @@ import { AwaitsConfirmation } from "../../core/subscriptions/Subscription.ts"
 import { SubscriptionStorage, type SubscriptionTx } from "../../core/subscriptions/SubscriptionStorage.ts"
 import { liveEndpointOf, pgEventValues, pgInsertEvent, pgLiveEndpoints } from "../sql/EventRows.ts"
 import {
+  consoleReads,
   FeedColumns,
   feedOf,
   listFeeds,
@@ -234,7 +235,8 @@ export const make = Effect.gen(function*() {
     markSentAll: (ids, now) => Effect.orDie(Effect.asVoid(direct.query(markSent, [ids, ms(now)]))),
     listSubscriptions: listSubscriptions(sql),
     purge: (status, before, limit) =>
-      direct.query(purge, [status, ms(before), limit]).pipe(Effect.map((rows) => rows.length), Effect.orDie)
+      direct.query(purge, [status, ms(before), limit]).pipe(Effect.map((rows) => rows.length), Effect.orDie),
+    ...consoleReads(sql)
   })
 })
 

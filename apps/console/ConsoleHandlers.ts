@@ -1,4 +1,3 @@
-import { Cookies, HttpServerResponse } from "@effect/platform"
 import { DateTime, Effect, Either, Option, ParseResult, Redacted, Schema } from "effect"
 import type { Session } from "../../core/console/Session.ts"
 import { Sessions } from "../../core/console/Sessions.ts"
@@ -6,7 +5,6 @@ import { IdempotencyKey } from "../../core/payments/Idempotency.ts"
 import { Refunds } from "../../core/payments/Refunds.ts"
 import { Reference, TransferId, TransferStatus } from "../../core/payments/Transfer.ts"
 import { Transfers } from "../../core/payments/Transfers.ts"
-import { SiteSettings } from "../../core/shared/SiteSettings.ts"
 import { Tokens } from "../../core/shared/Tokens.ts"
 import { WebhookEndpoints } from "../../core/webhooks/WebhookEndpoints.ts"
 import { EndpointId, EventId, eventTypes } from "../../core/webhooks/Webhooks.ts"
@@ -15,6 +13,7 @@ import { currentRequestId } from "../http/pipeline/Edge.ts"
 import { CreateEndpointPayload } from "../http/webhooks/WebhooksApi.ts"
 import { ServedApi } from "./ConsoleApi.ts"
 import { consolePage, seeOther, type SignedIn } from "./ConsolePage.ts"
+import { consoleSession, FormCookie, isToken, notFound, SessionCookie } from "./ConsoleSession.ts"
 import { eventsPage, resentPage, transferEvents } from "./EventPages.ts"
 import { refundRefusal, refusalStatus } from "./RefundRefusals.ts"
 import { FormExpiredMessage, signInPage, SignInRefusedMessage } from "./SignInPage.ts"
@@ -22,10 +21,6 @@ import { transferPage, transfersPage } from "./TransferPages.ts"
 import { transferPage as listPage } from "./TransferPaging.ts"
 import { type AddForm, endpointsPage, secretPage } from "./WebhookPages.ts"
 
-// The session's cookie holds its id; the sign-in form's cookie, its CSRF token until a session has one.
-export const SessionCookie = "paysub_console"
-export const FormCookie = "paysub_console_form"
-const isToken = (s: string | undefined): s is string => s !== undefined && /^[\w-]{32,64}$/.test(s)
 const isTransferId = Schema.is(TransferId)
 const isStatus = Schema.is(TransferStatus)
 const isReference = Schema.is(Reference)
@@ -49,8 +44,6 @@ const dayOf = (text: string | undefined): DateTime.Utc | undefined => {
 }
 
 const landing = (session: Session) => session.role === "admin" ? "/console/newsletter" : "/console/transfers"
-const notFound = (signedIn: SignedIn) =>
-  consolePage("Not found", "<p>There is nothing here, or it is not yours to see.</p>", { status: 404, signedIn })
 
 export const ConsoleLive = group(ServedApi, "console", (handlers) =>
   Effect.gen(function*() {
@@ -59,40 +52,7 @@ export const ConsoleLive = group(ServedApi, "console", (handlers) =>
     const refunds = yield* Refunds
     const tokens = yield* Tokens
     const webhooks = yield* WebhookEndpoints
-    const secure = (yield* SiteSettings).baseUrl.startsWith("https:")
-    const cookie = { httpOnly: true, sameSite: "strict", secure, path: "/console" } as const
-    const cookiesOf = (headers: { readonly cookie?: string | undefined }) =>
-      headers.cookie === undefined ? {} : Cookies.parseHeader(headers.cookie)
-    const withCookie = (response: HttpServerResponse.HttpServerResponse, name: string, value: string) =>
-      HttpServerResponse.unsafeSetCookie(response, name, value, cookie)
-    const ended = (response: HttpServerResponse.HttpServerResponse) =>
-      HttpServerResponse.expireCookie(response, SessionCookie, cookie).pipe(Effect.orDie)
-
-    const sessionOf = (headers: { readonly cookie?: string | undefined }) => {
-      const id = cookiesOf(headers)[SessionCookie]
-      return isToken(id)
-        ? Effect.map(sessions.current(id), Option.map((s) => ({ id, session: s })))
-        : Effect.succeedNone
-    }
-    const signedIn = (session: Session): SignedIn =>
-      session.role === "admin"
-        ? { who: "List owner", csrfToken: session.csrfToken, links: [["/console/newsletter", "Newsletter"]] }
-        : {
-          who: `Merchant ${session.clientId}`,
-          csrfToken: session.csrfToken,
-          links: [["/console/transfers", "Transfers"], ["/console/webhooks", "Webhooks"], ["/console/events", "Events"]]
-        }
-    // A page for a signed-in role: without a session, the sign-in page; another role's page is not found.
-    const page = <R>(
-      headers: { readonly cookie?: string | undefined },
-      role: Session["role"],
-      render: (session: Session, shown: SignedIn) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>
-    ) =>
-      Effect.flatMap(sessionOf(headers), (found) => {
-        if (Option.isNone(found)) return ended(seeOther("/console"))
-        const { session } = found.value
-        return session.role === role ? render(session, signedIn(session)) : Effect.succeed(notFound(signedIn(session)))
-      })
+    const { cookiesOf, ended, page, sessionOf, signedIn, withCookie } = yield* consoleSession
     // The sign-in form, with the CSRF token its cookie holds (a new one when there is none).
     const signInForm = (headers: { readonly cookie?: string | undefined }, error?: string, status?: number) =>
       Effect.gen(function*() {
@@ -315,12 +275,4 @@ export const ConsoleLive = group(ServedApi, "console", (handlers) =>
             })
           )
         }))
-      .handle("newsletter", ({ headers }) =>
-        page(headers, "admin", (_session, shown) =>
-          Effect.succeed(consolePage(
-            "Newsletter",
-            `<p>You are signed in as the list owner. The feeds, subscribers, outbox and charts are not in the console
-yet (<a href="/docs">the API reference</a> and <code>npm run cli</code> have them); this page is where they will be.</p>`,
-            { signedIn: shown }
-          ))))
   }))
