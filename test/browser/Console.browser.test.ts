@@ -198,7 +198,7 @@ describe.skipIf(skipBrowserSuites || inMemory)(`the console in Chromium (${Chrom
         await page.getByRole("button", { name: "Sign out" }).click()
         await page.waitForURL(`${app.appUrl}/console`)
         assert.deepStrictEqual(problems, [])
-      })
+      }, 120_000)
 
       it("works with the keyboard alone: sign in, open a transfer, refund it, sign out", async () => {
         const merchant = await createClient(app, `keyboard-${mode}`)
