@@ -27,6 +27,7 @@ import { runWebhookWorker, runWorkers } from "./compose/Workers.ts"
 import { ChartsLive } from "./console/ChartHandlers.ts"
 import { ServedApi } from "./console/ConsoleApi.ts"
 import { ConsoleLive } from "./console/ConsoleHandlers.ts"
+import { NewsletterConsoleLive } from "./console/NewsletterHandlers.ts"
 import { MetaLive } from "./http/meta/MetaHandlers.ts"
 import { adminAuthLayer } from "./http/pipeline/AdminAuthLive.ts"
 import { makeCors, parseOrigins } from "./http/pipeline/Cors.ts"
@@ -128,6 +129,7 @@ export const appLayer = (drivers: StorageDrivers, deliveryWorker?: URL) =>
           WebhooksLive,
           ConsoleLive,
           ChartsLive,
+          NewsletterConsoleLive,
           shared
         ]),
         Layer.provideMerge(

@@ -3,6 +3,7 @@ import { DateTime, Effect, Layer, Option } from "effect"
 import { SubscriptionStorage, type SubscriptionTx } from "../../core/subscriptions/SubscriptionStorage.ts"
 import { eventDays, signupDays } from "../sql/DayRows.ts"
 import {
+  consoleReads,
   FeedColumns,
   feedOf,
   listFeeds,
@@ -161,7 +162,8 @@ export const make = Effect.gen(function*() {
           FOR UPDATE SKIP LOCKED`
         if (rows.length > 0) yield* sql`DELETE FROM subscriptions WHERE ${sql.in("id", rows.map((r) => r.id))}`
         return rows.length
-      })).pipe(Effect.orDie)
+      })).pipe(Effect.orDie),
+    ...consoleReads(sql)
   })
 })
 

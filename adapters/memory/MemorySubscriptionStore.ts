@@ -19,6 +19,16 @@ const tokenOf = (row: NonNullable<ReturnType<Tables["tokens"]["get"]>>): StoredT
   expiresAt: row.expiresAt,
   usedAt: row.usedAt
 })
+type OutboxRow = NonNullable<ReturnType<Tables["outbox"]["get"]>>
+const mailOf = (id: number, m: OutboxRow) => ({
+  id,
+  queuedAt: m.createdAt,
+  attempts: m.attempts,
+  nextAttemptAt: m.nextAttemptAt,
+  sentAt: m.sentAt,
+  lastError: m.lastError
+})
+const failing = (m: OutboxRow) => m.sentAt === undefined && m.attempts > 0
 const withStatus = (s: Subscription, fields: Partial<Subscription>) => new Subscription({ ...s, ...fields }, true)
 const voidConfirmations = (t: Tables, now: DateTime.Utc, of: (subscriptionId: number) => boolean) => {
   for (const [hash, token] of t.tokens) {
@@ -214,7 +224,41 @@ export const layer = Layer.effect(
           for (const [hash, token] of t.tokens) if (gone.has(token.subscriptionId)) t.tokens.delete(hash)
           for (const [id, m] of t.outbox) if (gone.has(m.subscriptionId)) t.outbox.delete(id)
           return old.length
-        })
+        }),
+      countByStatus: (feed) =>
+        read(() => {
+          const counts = { pending: 0, active: 0, unsubscribed: 0 }
+          for (const { subscription: s } of t.subscriptions.values()) if (s.feed === feed) counts[s.status]++
+          return counts
+        }),
+      subscriptionByEmailKey: (emailKey, feed) =>
+        read(() => Option.flatMap(statements.lockSubscription(t, emailKey, feed), ({ id }) => statements.get(t, id))),
+      history: (id) =>
+        read(() => ({
+          mails: [...t.outbox].filter(([, m]) => m.subscriptionId === id)
+            .sort(([i, a], [j, b]) => millis(b.createdAt) - millis(a.createdAt) || j - i).slice(0, 100)
+            .map(([mailId, m]) => mailOf(mailId, m)),
+          links: [...t.tokens.values()].filter((k) => k.subscriptionId === id && k.purpose === "confirm")
+            .sort((a, b) => millis(b.createdAt) - millis(a.createdAt))
+            .map((k) => ({ createdAt: k.createdAt, expiresAt: k.expiresAt, usedAt: k.usedAt }))
+        })),
+      outboxSummary: (since) =>
+        read(() => {
+          const rows = [...t.outbox.values()]
+          return {
+            queued: rows.filter((m) => m.sentAt === undefined && m.nextAttemptAt !== undefined).length,
+            sentSince: rows.filter((m) => m.sentAt !== undefined && millis(m.sentAt) >= millis(since)).length,
+            failing: rows.filter(failing).length
+          }
+        }),
+      failingMails: (limit) =>
+        read(() =>
+          [...t.outbox].filter(([, m]) => failing(m)).sort(([i, a], [j, b]) => b.attempts - a.attempts || j - i)
+            .slice(0, limit).map(([id, m]) => {
+              const { email, feed } = t.subscriptions.get(m.subscriptionId)!.subscription
+              return { ...mailOf(id, m), subscriptionId: subscriptionId(m.subscriptionId), email, feed }
+            })
+        )
     })
   })
 )

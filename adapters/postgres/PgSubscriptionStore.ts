@@ -5,6 +5,7 @@ import { SubscriptionStorage, type SubscriptionTx } from "../../core/subscriptio
 import { eventDays, signupDays } from "../sql/DayRows.ts"
 import { liveEndpointOf, pgEventValues, pgInsertEvent, pgLiveEndpoints } from "../sql/EventRows.ts"
 import {
+  consoleReads,
   FeedColumns,
   feedOf,
   listFeeds,
@@ -237,7 +238,8 @@ export const make = Effect.gen(function*() {
     signupDays: signupDays(sql),
     eventDays: eventDays(sql),
     purge: (status, before, limit) =>
-      direct.query(purge, [status, ms(before), limit]).pipe(Effect.map((rows) => rows.length), Effect.orDie)
+      direct.query(purge, [status, ms(before), limit]).pipe(Effect.map((rows) => rows.length), Effect.orDie),
+    ...consoleReads(sql)
   })
 })
 

@@ -3,10 +3,15 @@ import { SubscriptionStorage, type SubscriptionTx } from "../../core/subscriptio
 import { type DayCountRow, SqliteEventDays, SqliteSignupDays, toDayCount } from "../sql/DayRows.ts"
 import { sqliteEventStatements } from "../sql/EventRows.ts"
 import {
+  ConsoleStatements as Console,
+  countsOf,
+  failingMailOf,
   FeedColumns,
   feedOf,
+  historyOf,
   lockedOf,
   outboxEntryOf,
+  outboxSummaryOf,
   SubscriptionColumns,
   subscriptionOf,
   tokenOf
@@ -160,7 +165,13 @@ export const layer = Layer.effect(
         ),
       eventDays: (owner, from, before) =>
         reading((db) => db.all<DayCountRow>(SqliteEventDays, [owner, millis(from), millis(before)]).map(toDayCount)),
-      purge: (status, before, limit) => writing((db) => db.run(purge, [status, millis(before), limit]))
+      purge: (status, before, limit) => writing((db) => db.run(purge, [status, millis(before), limit])),
+      countByStatus: (feed) => reading((db) => countsOf(db.all(Console.countByStatus, [feed]))),
+      subscriptionByEmailKey: (emailKey, feed) =>
+        reading((db) => Option.map(Option.fromNullable(db.get(Console.byEmailKey, [emailKey, feed])), subscriptionOf)),
+      history: (id) => reading((db) => historyOf(db.all(Console.mails, [id]), db.all(Console.links, [id]))),
+      outboxSummary: (since) => reading((db) => outboxSummaryOf(db.get(Console.outbox, [millis(since)]))),
+      failingMails: (limit) => reading((db) => db.all(Console.failing, [limit]).map(failingMailOf))
     })
   })
 )

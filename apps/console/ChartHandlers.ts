@@ -2,12 +2,12 @@ import { Effect } from "effect"
 import { Charts } from "../../core/console/Charts.ts"
 import { group } from "../http/pipeline/ApiHandlers.ts"
 import { merchantChartsPage, newsletterChartsPage } from "./ChartPages.ts"
-import { consoleAccess } from "./ConsoleAccess.ts"
 import { ServedApi } from "./ConsoleApi.ts"
+import { consoleSession } from "./ConsoleSession.ts"
 
 export const ChartsLive = group(ServedApi, "charts", (handlers) =>
   Effect.gen(function*() {
-    const { page } = yield* consoleAccess
+    const { page } = yield* consoleSession
     const charts = yield* Charts
     return handlers
       .handle("merchant", ({ headers }) =>

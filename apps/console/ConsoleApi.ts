@@ -2,6 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/p
 import { Schema } from "effect"
 import { Api } from "../http/Api.ts"
 import { ChartsApi } from "./ChartsApi.ts"
+import { NewsletterConsoleApi } from "./NewsletterApi.ts"
 
 // The console's pages (docs/console.md), declared like the API's endpoints so that the one request pipeline
 // routes, decodes and answers them, but served from `ServedApi`, not `Api`: they are not part of the API's
@@ -89,9 +90,8 @@ export class ConsoleApi extends HttpApiGroup.make("console")
       )
       .addSuccess(Html)
   )
-  .add(HttpApiEndpoint.get("newsletter", "/console/newsletter").setHeaders(Cookies).addSuccess(Html))
   .annotate(OpenApi.Exclude, true)
 {}
 
 // What the service serves: the API and the console.
-export const ServedApi = Api.add(ConsoleApi).add(ChartsApi)
+export const ServedApi = Api.add(ConsoleApi).add(NewsletterConsoleApi).add(ChartsApi)

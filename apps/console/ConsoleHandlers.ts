@@ -11,9 +11,9 @@ import { EndpointId, EventId, eventTypes } from "../../core/webhooks/Webhooks.ts
 import { group } from "../http/pipeline/ApiHandlers.ts"
 import { currentRequestId } from "../http/pipeline/Edge.ts"
 import { CreateEndpointPayload } from "../http/webhooks/WebhooksApi.ts"
-import { consoleAccess, FormCookie, isToken, notFound, SessionCookie, signedIn } from "./ConsoleAccess.ts"
 import { ServedApi } from "./ConsoleApi.ts"
 import { consolePage, seeOther, type SignedIn } from "./ConsolePage.ts"
+import { consoleSession, FormCookie, isToken, notFound, SessionCookie, signedIn } from "./ConsoleSession.ts"
 import { eventsPage, resentPage, transferEvents } from "./EventPages.ts"
 import { refundRefusal, refusalStatus } from "./RefundRefusals.ts"
 import { FormExpiredMessage, signInPage, SignInRefusedMessage } from "./SignInPage.ts"
@@ -44,6 +44,7 @@ const dayOf = (text: string | undefined): DateTime.Utc | undefined => {
 }
 
 const landing = (session: Session) => session.role === "admin" ? "/console/newsletter" : "/console/transfers"
+
 export const ConsoleLive = group(ServedApi, "console", (handlers) =>
   Effect.gen(function*() {
     const sessions = yield* Sessions
@@ -51,7 +52,7 @@ export const ConsoleLive = group(ServedApi, "console", (handlers) =>
     const refunds = yield* Refunds
     const tokens = yield* Tokens
     const webhooks = yield* WebhookEndpoints
-    const { cookiesOf, ended, page, sessionOf, withCookie } = yield* consoleAccess
+    const { cookiesOf, ended, page, sessionOf, withCookie } = yield* consoleSession
     // The sign-in form, with the CSRF token its cookie holds (a new one when there is none).
     const signInForm = (headers: { readonly cookie?: string | undefined }, error?: string, status?: number) =>
       Effect.gen(function*() {
@@ -274,12 +275,4 @@ export const ConsoleLive = group(ServedApi, "console", (handlers) =>
             })
           )
         }))
-      .handle("newsletter", ({ headers }) =>
-        page(headers, "admin", (_session, shown) =>
-          Effect.succeed(consolePage(
-            "Newsletter",
-            `<p>You are signed in as the list owner. The feeds, subscribers and outbox are not in the console
-yet (<a href="/docs">the API reference</a> and <code>npm run cli</code> have them); this page is where they will be.</p>`,
-            { signedIn: shown }
-          ))))
   }))

@@ -31,6 +31,46 @@ export interface StoredToken {
   readonly usedAt: DateTime.Utc | undefined
 }
 
+// What the list owner's console reads (docs/console.md): how many subscriptions a feed has in each status, a
+// subscription's mails (outbox rows) and confirmation links (tokens), and the outbox's backlog.
+export type StatusCounts = { readonly [S in SubscriptionStatus]: number }
+
+export interface SubscriberMail {
+  readonly id: number
+  readonly queuedAt: DateTime.Utc
+  readonly attempts: number
+  readonly nextAttemptAt: DateTime.Utc | undefined
+  readonly sentAt: DateTime.Utc | undefined
+  readonly lastError: string | undefined
+}
+
+export interface ConfirmationLink {
+  readonly createdAt: DateTime.Utc
+  readonly expiresAt: DateTime.Utc | undefined
+  // When it was clicked, or voided (the address left, or its feed was deleted): the row keeps one time for both.
+  readonly usedAt: DateTime.Utc | undefined
+}
+
+export interface SubscriberHistory {
+  // The latest 100, newest first.
+  readonly mails: ReadonlyArray<SubscriberMail>
+  readonly links: ReadonlyArray<ConfirmationLink>
+}
+
+export interface OutboxSummary {
+  // Unsent and due at some time (a worker will try them).
+  readonly queued: number
+  readonly sentSince: number
+  // Unsent after at least one failed attempt: still retried, or given up.
+  readonly failing: number
+}
+
+export interface FailingMail extends SubscriberMail {
+  readonly subscriptionId: SubscriptionId
+  readonly email: Email
+  readonly feed: FeedName
+}
+
 export interface SubscriptionTx extends EventTx {
   // Inserts it (created and updated at `now`) unless the feed has the key; the new subscription if it did.
   readonly insertSubscription: (subscription: NewSubscription) => Effect.Effect<Option.Option<Subscription>>
@@ -127,6 +167,13 @@ export interface SubscriptionStorageShape extends SubscriptionTx {
     from: DateTime.Utc,
     before: DateTime.Utc
   ) => Effect.Effect<ReadonlyArray<DayCount>>
+  readonly countByStatus: (feed: FeedName) => Effect.Effect<StatusCounts>
+  readonly subscriptionByEmailKey: (emailKey: string, feed: FeedName) => Effect.Effect<Option.Option<Subscription>>
+  readonly history: (id: SubscriptionId) => Effect.Effect<SubscriberHistory>
+  // The counts of the outbox's rows, those sent at or after `since` among them.
+  readonly outboxSummary: (since: DateTime.Utc) => Effect.Effect<OutboxSummary>
+  // Up to `limit` failing rows (as OutboxSummary counts them), most attempts first, then newest first.
+  readonly failingMails: (limit: number) => Effect.Effect<ReadonlyArray<FailingMail>>
   // Deletes up to `limit` subscriptions of `status` last updated before `before`, oldest first, with their
   // tokens and outbox rows; answers how many (rows another purge holds are skipped on PostgreSQL).
   readonly purge: (status: SubscriptionStatus, before: DateTime.Utc, limit: number) => Effect.Effect<number>

@@ -55,7 +55,11 @@ const passedThrough = [
   "markFailed",
   "listSubscriptions",
   "signupDays",
-  "eventDays"
+  "eventDays",
+  "countByStatus",
+  "history",
+  "outboxSummary",
+  "failingMails"
 ] as const
 
 // The store the use cases see for subscriptions, their tokens and the mail outbox, made once (`layer`) over
@@ -100,6 +104,8 @@ export interface SubscriptionStoreShape extends Pick<SubscriptionStorageShape, (
   ) => Effect.Effect<ReadonlyArray<Option.Option<Subscription>>>
   // Marks rows sent, in one transaction; a row sent already keeps its time.
   readonly markSentAll: (ids: ReadonlyArray<number>, now: DateTime.Utc) => Effect.Effect<void>
+  // The feed's subscription of this address, compared as a signup compares it.
+  readonly findByEmail: (email: Email, feed: FeedName) => Effect.Effect<Option.Option<Subscription>>
 }
 
 export class SubscriptionStore extends Context.Tag("SubscriptionStore")<SubscriptionStore, SubscriptionStoreShape>() {}
@@ -257,7 +263,8 @@ export const make = Effect.gen(function*() {
           return batch.map(({ entry }) => Option.fromNullable(pending.get(entry.subscriptionId)))
         }
       ),
-    markSentAll: (ids, now) => ids.length === 0 ? Effect.void : storage.markSentAll(ids, now)
+    markSentAll: (ids, now) => ids.length === 0 ? Effect.void : storage.markSentAll(ids, now),
+    findByEmail: (email, feed) => storage.subscriptionByEmailKey(normalizeEmail(email), feed)
   })
 })
 

@@ -8,21 +8,27 @@ import type { Browser, BrowserContext, Page } from "playwright-core"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import { AdminKey, AppProcess, inMemory } from "../support/AppProcess.ts"
 import { createClient, MerchantApi, transferBody, uniqueReference, unlimitedEnv } from "../support/Payments.ts"
+import { SmtpTestServer } from "../support/SmtpTestServer.ts"
 import { assertAccessible, ChromiumPath, launchBrowser, screenshot, skipBrowserSuites } from "./Browser.ts"
 
 let app: AppProcess
 let browser: Browser
+let smtp: SmtpTestServer
 // The page's CSP refuses axe's script, as it should: axe audits the same document in a tab of its own.
 const audit = (page: Page) => assertAccessible(page, false, browser)
 
 describe.skipIf(skipBrowserSuites || inMemory)(`the console in Chromium (${ChromiumPath})`, () => {
   beforeAll(async () => {
     browser = await launchBrowser()
-    app = await AppProcess.start({ env: { ...unlimitedEnv, CONSOLE_SIGNIN_RATE_LIMIT: "0" } })
+    smtp = await SmtpTestServer.start()
+    app = await AppProcess.start({
+      env: { ...unlimitedEnv, CONSOLE_SIGNIN_RATE_LIMIT: "0", MAIL_TRANSPORT: "smtp", SMTP_URL: smtp.url }
+    })
   })
   afterAll(async () => {
     await browser?.close()
     await app?.stop()
+    await smtp?.stop()
   })
 
   for (const javaScript of [true, false]) {
@@ -195,6 +201,55 @@ describe.skipIf(skipBrowserSuites || inMemory)(`the console in Chromium (${Chrom
         await page.waitForURL(`${app.appUrl}/console`)
         assert.deepStrictEqual(problems, [])
       }, 120_000)
+
+      it(
+        "sees a subscriber confirmed through the signup page: feeds, the feed, a search, its page, the outbox",
+        async () => {
+          const email = `console-${mode}.${process.pid}@example.com`
+          const name = `Reader <b>${mode}</b>`
+          await page.goto(`${app.appUrl}/subscribe`)
+          await page.getByLabel("Name").fill(name)
+          await page.getByLabel("E-mail address").fill(email)
+          await page.getByRole("button", { name: "Subscribe" }).click()
+          await page.getByText(`a confirmation e-mail has been sent to ${email}`).waitFor()
+          const mail = await smtp.waitFor((m) => m.envelope.to.includes(email), 10_000)
+          await page.goto(mail.text!.match(/https?:\/\/\S+\/subscribe\/confirm\?token=[\w-]+/)![0])
+          await page.getByRole("button", { name: "Confirm subscription" }).click()
+          await page.getByRole("heading", { name: "Subscription confirmed" }).waitFor()
+
+          await page.goto(`${app.appUrl}/console`)
+          await page.getByLabel("API key").fill(AdminKey)
+          await page.getByRole("button", { name: "Sign in" }).click()
+          await page.waitForURL(`${app.appUrl}/console/newsletter`)
+          await screenshot(page, "console-feeds")
+          await audit(page)
+          await page.getByRole("link", { name: "default", exact: true }).click()
+          await page.waitForURL(`${app.appUrl}/console/newsletter/feeds/default`)
+          const active = page.getByRole("row").filter({ has: page.getByRole("link", { name: "active", exact: true }) })
+          assert.isAtLeast(Number(await active.getByRole("cell").first().textContent()), 1)
+          await screenshot(page, "console-feed")
+          await audit(page)
+          await page.getByLabel("E-mail address").fill(email)
+          await page.getByRole("button", { name: "Find" }).click()
+          await page.getByRole("link", { name: `${name} <${email}>` }).click()
+          await page.getByRole("heading", { name: `Subscriber ${name}` }).waitFor()
+          const facts = (await page.locator("dl").textContent())!
+          assert.include(facts, "Statusactive")
+          assert.include(facts, "Confirmed")
+          assert.include(await page.getByRole("table", { name: /Confirmation mails/ }).textContent(), "sent")
+          await screenshot(page, "console-subscriber")
+          await audit(page)
+          await page.getByRole("link", { name: "Outbox" }).click()
+          await page.waitForURL(`${app.appUrl}/console/newsletter/outbox`)
+          assert.match((await page.locator("dl").textContent())!, /Sent today[1-9]/)
+          await screenshot(page, "console-outbox")
+          await audit(page)
+          await page.getByRole("button", { name: "Sign out" }).click()
+          await page.waitForURL(`${app.appUrl}/console`)
+          assert.deepStrictEqual(problems, [])
+        },
+        120_000
+      )
 
       it("works with the keyboard alone: sign in, open a transfer, refund it, sign out", async () => {
         const merchant = await createClient(app, `keyboard-${mode}`)

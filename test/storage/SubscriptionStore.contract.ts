@@ -7,7 +7,13 @@ import { DateTime, Duration, Effect, type Layer, Option } from "effect"
 import { Email } from "../../core/shared/Email.ts"
 import { InvalidToken } from "../../core/subscriptions/Errors.ts"
 import { DefaultFeed, FeedName } from "../../core/subscriptions/Feed.ts"
-import { Event, MailThrottle, SubscriberName, type Subscription } from "../../core/subscriptions/Subscription.ts"
+import {
+  Event,
+  MailThrottle,
+  SubscriberName,
+  type Subscription,
+  SubscriptionId
+} from "../../core/subscriptions/Subscription.ts"
 import { type IssuedTokens, type OutboxEntry, SubscriptionStore } from "../../core/subscriptions/SubscriptionStore.ts"
 import { ConfirmTokenTtl, TokenHash } from "../../core/subscriptions/Token.ts"
 import { count, RawRows } from "./RawRows.ts"
@@ -657,5 +663,86 @@ export const subscriptionStoreContract = (
         assert.deepStrictEqual(yield* store.eventDays("cl_other", startOf(day), startOf(day + 2)), [])
         assert.deepStrictEqual(yield* store.signupDays(startOf(day + 2), startOf(day + 3)), [])
       })))
+
+    describe("the list owner's views", () => {
+      const ms = (t: DateTime.Utc | undefined) => t === undefined ? undefined : DateTime.toEpochMillis(t) - T0
+
+      it.effect("counts a feed's subscriptions by status, and no other feed's", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          yield* insertOtherFeed
+          yield* store.subscribe({ ...ann, now: t0 })
+          yield* activeSubscription(bob, "bob", t0)
+          const carl = { ...bob, name: SubscriberName.make("Carl"), email: Email.make("carl@example.com") }
+          yield* activeSubscription(carl, "carl", t0)
+          yield* store.redeemToken(TokenHash.make("carl-unsubscribe"), "unsubscribe", Event.Unsubscribe(), at(1))
+          yield* store.subscribe({ ...ann, feed: OtherFeed, now: t0 })
+          assert.deepStrictEqual(yield* store.countByStatus(DefaultFeed), { pending: 1, active: 1, unsubscribed: 1 })
+          assert.deepStrictEqual(yield* store.countByStatus(OtherFeed), { pending: 1, active: 0, unsubscribed: 0 })
+          assert.deepStrictEqual(yield* store.countByStatus(FeedName.make("none")), {
+            pending: 0,
+            active: 0,
+            unsubscribed: 0
+          })
+        })))
+
+      it.effect("finds a feed's subscription by address, compared as a signup compares it", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          yield* insertOtherFeed
+          const { subscription } = yield* store.subscribe({ ...ann, now: t0 })
+          const found = yield* store.findByEmail(Email.make("ANN@example.com"), DefaultFeed)
+          assert.strictEqual(valueOf(Option.map(found, (s) => s.id)), subscription.id)
+          assert.isTrue(Option.isNone(yield* store.findByEmail(ann.email, OtherFeed)))
+          assert.isTrue(Option.isNone(yield* store.findByEmail(bob.email, DefaultFeed)))
+        })))
+
+      it.effect("a subscription's history: its mails newest first, and its confirmation links with their use", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          const { subscription, tokens } = yield* activeSubscription(ann, "ann", t0)
+          yield* store.redeemToken(tokens.unsubscribe.hash, "unsubscribe", Event.Unsubscribe(), at(5_000))
+          yield* store.subscribe({ ...ann, now: at(10_000) })
+          const [entry] = yield* store.claimDue(at(10_000), plus(at(10_000), Lease), 10)
+          yield* store.markFailed(entry!.id, at(20_000), "connection refused")
+          yield* store.subscribe({ ...bob, now: t0 })
+          const { links, mails } = yield* store.history(subscription.id)
+          assert.deepStrictEqual(
+            mails.map((m) => [ms(m.queuedAt), m.attempts, ms(m.nextAttemptAt), ms(m.sentAt), m.lastError]),
+            [[10_000, 1, 20_000, undefined, "connection refused"], [0, 0, undefined, 0, undefined]]
+          )
+          // The first link was clicked at 0; none other was issued yet.
+          assert.deepStrictEqual(links.map((l) => [ms(l.createdAt), ms(l.usedAt)]), [[0, 0]])
+          assert.deepStrictEqual(yield* store.history(SubscriptionId.make(999_999)), { mails: [], links: [] })
+        })))
+
+      it.effect("the outbox: queued, sent since a time, failing, and the failing mails most attempts first", () =>
+        run(Effect.gen(function*() {
+          const store = yield* SubscriptionStore
+          // Ann's mail is claimed and sent first, alone.
+          yield* activeSubscription(ann, "ann", at(1_000))
+          const { subscription: bobs } = yield* store.subscribe({ ...bob, now: t0 })
+          const carl = { ...bob, name: SubscriberName.make("Carl"), email: Email.make("carl@example.com") }
+          const { subscription: carls } = yield* store.subscribe({ ...carl, now: t0 })
+          const dan = { ...bob, name: SubscriberName.make("Dan"), email: Email.make("dan@example.com") }
+          yield* store.subscribe({ ...dan, now: at(2_000) })
+          const claimed = yield* store.claimDue(at(1_500), plus(at(1_500), Lease), 10)
+          const of = (id: number) => claimed.find((e) => e.subscriptionId === id)!.id
+          yield* store.markFailed(of(bobs.id), at(60_000), "timeout")
+          yield* store.markFailed(of(carls.id), at(60_000), "first")
+          yield* store.markFailed(of(carls.id), undefined, "550 <b>no</b>")
+          assert.deepStrictEqual(yield* store.outboxSummary(at(1_000)), { queued: 2, sentSince: 1, failing: 2 })
+          assert.deepStrictEqual(yield* store.outboxSummary(at(1_001)), { queued: 2, sentSince: 0, failing: 2 })
+          const failing = yield* store.failingMails(10)
+          assert.deepStrictEqual(
+            failing.map((m) => [m.subscriptionId, m.email, m.feed, m.attempts, ms(m.nextAttemptAt), m.lastError]),
+            [
+              [carls.id, "carl@example.com", "default", 2, undefined, "550 <b>no</b>"],
+              [bobs.id, "bob@example.com", "default", 1, 60_000, "timeout"]
+            ]
+          )
+          assert.deepStrictEqual((yield* store.failingMails(1)).map((m) => m.subscriptionId), [carls.id])
+        })))
+    })
   })
 }

@@ -23,7 +23,7 @@ export const FeedList = Schema.Struct({ feeds: Schema.Array(FeedView) }).annotat
   examples: [{ feeds: [feedExample] }]
 })
 
-const FeedInput = Schema.Struct({
+export const FeedInput = Schema.Struct({
   title: Schema.String.annotations({ jsonSchema: { type: "string", minLength: 1, maxLength: 200 } }).pipe(
     Schema.compose(Schema.Trim),
     Schema.nonEmptyString({ message: () => "Enter a title." }),
