@@ -14,9 +14,9 @@ label{display:block;font-weight:600;margin-top:1rem}
 input{box-sizing:border-box;width:100%;font-size:1rem;padding:.5rem;margin-top:.25rem;border:1px solid #555;border-radius:4px}
 input[aria-invalid=true]{border:2px solid #b00020}.error{color:#b00020;margin:.25rem 0 0}.error:empty{display:none}
 form button{margin-top:1.25rem}.hp{position:absolute;left:-10000px;top:auto;width:1px;height:1px;overflow:hidden}</style></head>
-<body><h1>${escape(title)}</h1>
+<body><main><h1>${escape(title)}</h1>
 ${body}
-</body></html>
+</main></body></html>
 `,
     { status, contentType: "text/html; charset=utf-8", headers: { "cache-control": "no-store" } }
   )
