@@ -6,6 +6,7 @@
 // Preloaded into a server under test (`node --import ./bench/lib/heap-probe.mjs`, BENCH_HEAP_PROBE=SOCKET), it
 // answers on that Unix socket: a line `start` opens a window, a line `stop` closes it and answers with
 // `{"bytes":N,"collections":N}`. Nothing runs outside a window but the idle socket.
+import { rmSync } from "node:fs"
 import { connect, createServer } from "node:net"
 import v8 from "node:v8"
 
@@ -31,6 +32,8 @@ export const allocationMeter = () => {
 
 const socket = process.env.BENCH_HEAP_PROBE
 if (socket !== undefined && socket !== "") {
+  // A target started again on the same data (the large mode's restart) finds its predecessor's socket file.
+  rmSync(socket, { force: true })
   let meter
   createServer((connection) => {
     connection.setEncoding("utf8")
