@@ -1,4 +1,5 @@
 import { HttpServerResponse } from "@effect/platform"
+import { DateTime } from "effect"
 import { createHash } from "node:crypto"
 import { escapeHtml as escape } from "../../core/subscriptions/ConfirmationMail.ts"
 
@@ -33,6 +34,12 @@ export const consoleHeaders = {
 }
 
 // A form's hidden CSRF field.
+// A time as every console page shows it: UTC to the second, machine-readable in `datetime`.
+export const time = (t: DateTime.Utc) => {
+  const iso = DateTime.formatIso(t)
+  return `<time datetime="${iso}">${iso.slice(0, 19).replace("T", " ")} UTC</time>`
+}
+
 export const csrfField = (token: string) => `<input type="hidden" name="csrf_token" value="${escape(token)}">`
 
 export interface SignedIn {

@@ -1,13 +1,8 @@
-import { DateTime } from "effect"
 import { escapeHtml as escape } from "../../core/subscriptions/ConfirmationMail.ts"
 import type { DeliveryState, EventDeliveries, StoredEvent, WebhookEndpoint } from "../../core/webhooks/Webhooks.ts"
-import { consolePage, csrfField, type SignedIn } from "./ConsolePage.ts"
+import { consolePage, csrfField, type SignedIn, time } from "./ConsolePage.ts"
 
 // The merchant's events, newest first, each with a form that sends it again to one of the merchant's endpoints.
-const time = (t: DateTime.Utc) => {
-  const iso = DateTime.formatIso(t)
-  return `<time datetime="${iso}">${iso.slice(0, 19).replace("T", " ")} UTC</time>`
-}
 
 // The object an event tells of, as its body holds it: a transfer's page for a transfer event.
 const subject = (e: StoredEvent) => {

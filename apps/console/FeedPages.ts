@@ -1,16 +1,11 @@
-import { DateTime } from "effect"
 import { escapeHtml as escape } from "../../core/subscriptions/ConfirmationMail.ts"
 import type { Feed } from "../../core/subscriptions/Feed.ts"
 import { type Subscription, SubscriptionStatus } from "../../core/subscriptions/Subscription.ts"
 import type { StatusCounts } from "../../core/subscriptions/SubscriptionStorage.ts"
-import { consolePage, csrfField, type SignedIn } from "./ConsolePage.ts"
+import { consolePage, csrfField, type SignedIn, time } from "./ConsolePage.ts"
 
 // The list owner's feeds: the list with a form to create one, and a page per feed with its counts by status, a
 // search by address, its subscribers a page at a time, the CSV export, and the forms to rename and delete it.
-export const time = (t: DateTime.Utc) => {
-  const iso = DateTime.formatIso(t)
-  return `<time datetime="${iso}">${iso.slice(0, 19).replace("T", " ")} UTC</time>`
-}
 export const feedHref = (name: string) => `/console/newsletter/feeds/${encodeURIComponent(name)}`
 export const subscriberHref = (s: Pick<Subscription, "id">) => `/console/newsletter/subscribers/${s.id}`
 

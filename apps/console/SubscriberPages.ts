@@ -8,8 +8,8 @@ import type {
   SubscriberHistory,
   SubscriberMail
 } from "../../core/subscriptions/SubscriptionStorage.ts"
-import { consolePage, type SignedIn } from "./ConsolePage.ts"
-import { feedHref, subscriberHref, time } from "./FeedPages.ts"
+import { consolePage, type SignedIn, time } from "./ConsolePage.ts"
+import { feedHref, subscriberHref } from "./FeedPages.ts"
 
 // A subscriber's page, with the history the stores keep of it, and the outbox. What they do not keep is said on
 // the page rather than made up: the time of each status change (a subscription keeps its first signup and its

@@ -1,10 +1,9 @@
-import { DateTime } from "effect"
 import { holdsCardData } from "../../core/payments/Card.ts"
 import { formatAmount } from "../../core/payments/Money.ts"
 import type { Refund } from "../../core/payments/Refund.ts"
 import { type Transfer, TransferStatus } from "../../core/payments/Transfer.ts"
 import { escapeHtml as escape } from "../../core/subscriptions/ConfirmationMail.ts"
-import { consolePage, csrfField, type SignedIn } from "./ConsolePage.ts"
+import { consolePage, csrfField, type SignedIn, time } from "./ConsolePage.ts"
 
 // The merchant's transfers: a list to filter and page through, and a page per transfer with what the API shows
 // of it (the card's brand, last four and expiry, never more) and its refunds.
@@ -16,10 +15,6 @@ export interface TransferFilters {
   readonly to?: string | undefined
 }
 
-const time = (t: DateTime.Utc) => {
-  const iso = DateTime.formatIso(t)
-  return `<time datetime="${iso}">${iso.slice(0, 19).replace("T", " ")} UTC</time>`
-}
 const amount = (minor: bigint, t: { readonly currency: Transfer["currency"] }) => formatAmount(minor, t.currency)
 export const transferHref = (t: Transfer) => `/console/transfers/${encodeURIComponent(t.id)}`
 

@@ -1,7 +1,6 @@
-import { DateTime } from "effect"
 import { escapeHtml as escape } from "../../core/subscriptions/ConfirmationMail.ts"
 import type { WebhookEndpoint } from "../../core/webhooks/Webhooks.ts"
-import { consolePage, csrfField, type SignedIn } from "./ConsolePage.ts"
+import { consolePage, csrfField, type SignedIn, time } from "./ConsolePage.ts"
 
 // The merchant's webhook endpoints: the list with each endpoint's state, a form to add one, and the page that
 // shows a new secret. That page is the only place a secret is ever shown: it is the answer to the post that
@@ -13,10 +12,6 @@ export interface AddForm {
   readonly status?: number | undefined
 }
 
-const time = (t: DateTime.Utc) => {
-  const iso = DateTime.formatIso(t)
-  return `<time datetime="${iso}">${iso.slice(0, 19).replace("T", " ")} UTC</time>`
-}
 const href = (e: Pick<WebhookEndpoint, "id">) => `/console/webhooks/${encodeURIComponent(e.id)}`
 
 const state = (e: WebhookEndpoint) =>
