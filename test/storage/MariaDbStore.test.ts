@@ -54,6 +54,7 @@ const tables = [
   "mail_outbox",
   "subscription_tokens",
   "subscriptions",
+  "signup_days",
   "idempotency_keys",
   "refunds",
   "transfers",
