@@ -6,12 +6,16 @@ import { FeedName } from "../../core/subscriptions/Feed.ts"
 import { SubscriberDirectory } from "../../core/subscriptions/SubscriberDirectory.ts"
 import { SubscriptionId, SubscriptionStatus } from "../../core/subscriptions/Subscription.ts"
 import { Subscriptions } from "../../core/subscriptions/Subscriptions.ts"
+import { subjectOf } from "../../core/subscriptions/SubscriptionStore.ts"
+import { WebhookEndpoints } from "../../core/webhooks/WebhookEndpoints.ts"
+import { AdminOwner } from "../../core/webhooks/Webhooks.ts"
 import { group } from "../http/pipeline/ApiHandlers.ts"
 import { FeedInput } from "../http/subscriptions/FeedsApi.ts"
 import { subscribersCsv } from "../SubscribersCsv.ts"
 import { ServedApi } from "./ConsoleApi.ts"
 import { consoleHeaders, seeOther, type SignedIn } from "./ConsolePage.ts"
 import { consoleSession, notFound } from "./ConsoleSession.ts"
+import { transferEvents as eventsTable } from "./EventPages.ts"
 import { type FeedForm, feedHref, feedPage, feedsPage } from "./FeedPages.ts"
 import { FormExpiredMessage } from "./SignInPage.ts"
 import { outboxPage, subscriberPage } from "./SubscriberPages.ts"
@@ -20,6 +24,7 @@ import { outboxPage, subscriberPage } from "./SubscriberPages.ts"
 // with the API's own message), a feed's subscribers through SubscriberDirectory, its CSV export through the API's
 // export code, and the outbox. A merchant's session gets "Not found" on every page.
 const SubscribersPerPage = 25
+const EventsPerSubscriber = 100
 const FailingShown = 25
 const isFeedName = Schema.is(FeedName)
 const isStatus = Schema.is(SubscriptionStatus)
@@ -38,6 +43,7 @@ export const NewsletterConsoleLive = group(ServedApi, "newsletterConsole", (hand
     const sessions = yield* Sessions
     const subscriptions = yield* Subscriptions
     const directory = yield* SubscriberDirectory
+    const webhooks = yield* WebhookEndpoints
     const { page } = yield* consoleSession
     const owner = (
       headers: { readonly cookie?: string | undefined },
@@ -180,10 +186,14 @@ export const NewsletterConsoleLive = group(ServedApi, "newsletterConsole", (hand
           Option.match(idOf(path.id), {
             onNone: () => Effect.succeed(notFound(shown)),
             onSome: (id) =>
-              Effect.map(directory.subscriber(id), (found) =>
+              Effect.flatMap(directory.subscriber(id), (found) =>
                 Option.match(found, {
-                  onNone: () => notFound(shown),
-                  onSome: ({ history, subscription }) => subscriberPage(shown, subscription, history)
+                  onNone: () => Effect.succeed(notFound(shown)),
+                  onSome: ({ history, subscription }) =>
+                    Effect.map(
+                      webhooks.eventsAbout(AdminOwner, subjectOf(id), EventsPerSubscriber),
+                      (events) => subscriberPage(shown, subscription, history, eventsTable(events, EventsPerSubscriber))
+                    )
                 }))
           })))
       .handle(

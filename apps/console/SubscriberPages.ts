@@ -11,9 +11,10 @@ import type {
 import { consolePage, type SignedIn, time } from "./ConsolePage.ts"
 import { feedHref, subscriberHref } from "./FeedPages.ts"
 
-// A subscriber's page, with the history the stores keep of it, and the outbox. What they do not keep is said on
-// the page rather than made up: the time of each status change (a subscription keeps its first signup and its
-// latest change), and each attempt of a mail (an outbox row keeps the count and the last error).
+// A subscriber's page, with the history the stores keep of it (its row, its mails and links, and its events: each
+// confirmation and unsubscribe), and the outbox. What they do not keep is said on the page rather than made up: the
+// time of a signup again after leaving (a subscription keeps its first signup and its latest change), and each
+// attempt of a mail (an outbox row keeps the count and the last error).
 
 const maybe = (t: DateTime.Utc | undefined, none: string) => t === undefined ? none : time(t)
 
@@ -55,7 +56,8 @@ ${
     }
 </tbody></table>`
 
-export const subscriberPage = (signedIn: SignedIn, s: Subscription, history: SubscriberHistory) => {
+// `events`: its events (confirmed, unsubscribed) with their webhook deliveries, as a table.
+export const subscriberPage = (signedIn: SignedIn, s: Subscription, history: SubscriberHistory, events: string) => {
   const confirmed = confirmedAt(s, history)
   return consolePage(
     `Subscriber ${s.name}`,
@@ -73,10 +75,13 @@ ${s.status === "unsubscribed" ? `<dt>Unsubscribed</dt><dd>${time(s.updatedAt)}</
 <h2>History</h2>
 ${mailsTable(history.mails)}
 ${linksTable(history)}
-<p>Kept: the first signup, the latest change (a signup again, a confirmation, an unsubscribe), each confirmation
-mail with its sent time, failed attempts and last error, and each confirmation link with the time it was used.
-Not kept: the time of every earlier change of status, and each failed attempt's own time and error. A link's
-"used" time is its click, or the time it was voided because the address left or its feed was deleted.</p>
+<h2>Changes of status</h2>
+${events}
+<p>Kept: the first signup, the latest change, each confirmation and unsubscribe as an event with its time (those
+made before events named their subscription are not listed here), each confirmation mail with its sent time,
+failed attempts and last error, and each confirmation link with the time it was used. Not kept: the time of a
+signup again after leaving, and each failed attempt's own time and error. A link's "used" time is its click, or
+the time it was voided because the address left or its feed was deleted.</p>
 <p><a href="${feedHref(s.feed)}">The feed's subscribers</a></p>`,
     { signedIn }
   )

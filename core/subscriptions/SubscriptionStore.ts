@@ -28,6 +28,9 @@ import {
 } from "./SubscriptionStorage.ts"
 import { isUsable, type TokenHash, type TokenPurpose } from "./Token.ts"
 
+// What a subscription's events are about (NewEvent.subject): its id, so that its page lists its changes of status.
+export const subjectOf = (id: SubscriptionId): string => String(id)
+
 export interface OutboxEntry {
   readonly id: number
   readonly subscriptionId: SubscriptionId
@@ -207,7 +210,10 @@ export const make = Effect.gen(function*() {
           // The one place a subscription's event is made: in the transaction that changed it.
           if (next !== current.status) {
             const type = next === "active" ? "subscription.confirmed" : "subscription.unsubscribed"
-            yield* emit(tx, newEvent(eventId as EventId, type, AdminOwner, views.subscription(subscription), now))
+            yield* emit(
+              tx,
+              newEvent(eventId as EventId, type, AdminOwner, views.subscription(subscription), now, subjectOf(id))
+            )
           }
           return subscription
         })

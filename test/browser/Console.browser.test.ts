@@ -277,6 +277,9 @@ describe.skipIf(skipBrowserSuites || inMemory)(`the console in Chromium (${Chrom
           assert.include(facts, "Statusactive")
           assert.include(facts, "Confirmed")
           assert.include(await page.getByRole("table", { name: /Confirmation mails/ }).textContent(), "sent")
+          // Its confirmation as an event, with its time: the changes of status the page lists.
+          const events = page.getByRole("table", { name: /Events and their webhook deliveries/ })
+          assert.include(await events.textContent(), "subscription.confirmed")
           await screenshot(page, "console-subscriber")
           await audit(page)
           await page.getByRole("link", { name: "Outbox" }).click()
