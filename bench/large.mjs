@@ -25,6 +25,7 @@ import {
   startSmtpSink,
   startTarget
 } from "./lib/harness.mjs"
+import { askProbe } from "./lib/heap-probe.mjs"
 import {
   jobNames,
   seededTransferId,
@@ -201,6 +202,8 @@ const runJob = async (name, job, count, startOptions, started) => {
     started(target)
     const readyMs = performance.now() - spawnedAt
     const rssReadyMb = procStats(target.pid).rssKb / 1024
+    // The event loop's delays from here on (the app's start-up, before it answered, is not the job's).
+    await askProbe(target.heapProbe, "loop")
     let timer
     const outcome = await Promise.race([
       watch.done,
@@ -209,6 +212,7 @@ const runJob = async (name, job, count, startOptions, started) => {
       })
     ]).finally(() => clearTimeout(timer))
     const doneMs = performance.now() - spawnedAt
+    const loop = await askProbe(target.heapProbe, "loop")
     const rssEndMb = procStats(target.pid).rssKb / 1024
     const { byPath, failed, late } = await probe.take()
     const healthz = byPath["/healthz"] ?? []
@@ -220,6 +224,7 @@ const runJob = async (name, job, count, startOptions, started) => {
       rssPeakMb: peak,
       rssEndMb,
       rssGrowthMb: peak - rssReadyMb,
+      loopDelayMs: { max: loop.maxMs, p99: loop.p99Ms },
       healthz: { count: healthz.length, p99Ms: p99(healthz), maxMs: Math.max(...healthz), late, refused: failed }
     }
   } finally {
@@ -298,7 +303,7 @@ const largeOne = async (name, sink, options) => {
         dataDir,
         smtpPort: sink.port,
         databaseUrl,
-        env: { ...env, LOG_FORMAT: "json" },
+        env: { ...env, LOG_FORMAT: "json", BENCH_LOOP_DELAY: "on" },
         apiKey: ctx.apiKey
       }
       const j = {
@@ -312,7 +317,9 @@ const largeOne = async (name, sink, options) => {
           ((j.doneMs - j.readyMs) / 1000).toFixed(1)
         } s after the app answered); RSS ${j.rssReadyMb.toFixed(0)} MB at start, peak +${
           j.rssGrowthMb.toFixed(0)
-        } MB; /healthz p99 ${fmt(j.healthz.p99Ms)} ms (${j.healthz.count})`
+        } MB; event loop delayed at most ${fmt(j.loopDelayMs.max)} ms; /healthz p99 ${
+          fmt(j.healthz.p99Ms)
+        } ms (${j.healthz.count})`
       )
     }
     result.verdict = verdict(result)
