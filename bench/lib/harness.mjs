@@ -351,7 +351,8 @@ const startSink = (file, port) =>
   })
 
 // bench/healthz-probe.mjs against baseUrl: a request every `everyMs` ms, `requests` ([{ path, headers }]) in turn;
-// take() answers the latencies by path since the last take, and how many were not sent (too many waiting).
+// take() answers the latencies by path since the last take, how many were not sent (too many waiting) and how many
+// got no answer (failed).
 export const startProbe = (baseUrl, everyMs, requests = [{ path: "/healthz" }]) => {
   const child = track(
     fork(join(root, "bench/healthz-probe.mjs"), [baseUrl, String(everyMs), JSON.stringify(requests)], {
