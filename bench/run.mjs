@@ -21,7 +21,8 @@
 //                           turn, on the Node app (and the Deno app with --deno): bench/soak.mjs
 //   --large[=N]             instead of the rounds: the scenarios on a young database, then with N transfers
 //                           (1,000,000) and N/2 subscribers written into it, and its export; SQLite, and
-//                           PostgreSQL with --postgres (--duration 5, --connections 10): bench/large.mjs
+//                           PostgreSQL with --postgres (--duration 5, --connections 10), then the background
+//                           jobs on backlogs written into it; --scenarios=a,b a subset (a partial run): bench/large.mjs
 //   --pin                   every target on the first CPU, this process (the load generator) and the sinks on
 //                           the others (taskset), so a webhook receiver does not share the service's core
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -101,7 +102,8 @@ if (argv.some((a) => a === "--large" || a.startsWith("--large="))) {
     postgres: flag("postgres"),
     durationS: Number(value("duration") ?? 5),
     warmupS: Number(value("warmup") ?? 1),
-    connections: Number(value("connections") ?? 10)
+    connections: Number(value("connections") ?? 10),
+    scenarios: value("scenarios")?.split(",")
   })
   process.exit(passed ? 0 : 1)
 }

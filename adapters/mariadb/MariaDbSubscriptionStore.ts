@@ -160,11 +160,12 @@ export const make = Effect.gen(function*() {
     listSubscriptions: listSubscriptions(sql),
     signupDays: signupDays(sql),
     eventDays: eventDays(sql),
-    // Oldest first, rows another purge holds skipped, in the index's order as a claim's (MariaDbUnitOfWork.ts);
-    // their tokens and outbox rows go with them (ON DELETE CASCADE).
+    // Oldest first, rows another purge holds skipped, in the index's order as a claim's (MariaDbUnitOfWork.ts):
+    // (status, updated_at), so a batch reads only the rows it deletes (PurgeMigration.ts); their tokens and outbox
+    // rows go with them (ON DELETE CASCADE).
     purge: (status, before, limit) =>
       transaction(Effect.gen(function*() {
-        const rows = yield* sql<{ id: number }>`SELECT id FROM subscriptions FORCE INDEX (subscriptions_pending)
+        const rows = yield* sql<{ id: number }>`SELECT id FROM subscriptions FORCE INDEX (subscriptions_status_updated)
           WHERE status = ${status} AND updated_at < ${ms(before)} ORDER BY updated_at LIMIT ${limit}
           FOR UPDATE SKIP LOCKED`
         if (rows.length > 0) yield* sql`DELETE FROM subscriptions WHERE ${sql.in("id", rows.map((r) => r.id))}`

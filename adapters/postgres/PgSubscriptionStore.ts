@@ -1,8 +1,9 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { type DateTime, Effect, Layer } from "effect"
-import { AwaitsConfirmation } from "../../core/subscriptions/Subscription.ts"
+import { AwaitsConfirmation, SubscriptionStatus } from "../../core/subscriptions/Subscription.ts"
 import { SubscriptionStorage, type SubscriptionTx } from "../../core/subscriptions/SubscriptionStorage.ts"
 import { eventDays, signupDays, SignupSlots } from "../sql/DayRows.ts"
+import { sqlStrings } from "../sql/Dialect.ts"
 import { liveEndpointOf, pgEventValues, pgInsertEvent, pgLiveEndpoints } from "../sql/EventRows.ts"
 import {
   consoleReads,
@@ -148,13 +149,20 @@ const markFailed = statement(
   "mark_failed",
   `UPDATE mail_outbox SET attempts = attempts + 1, next_attempt_at = $2, last_error = $3 WHERE id = $1`
 )
-// Oldest first, with their tokens and outbox rows (ON DELETE CASCADE); rows another purge holds are skipped.
-const purge = statement(
-  "purge_subscriptions",
-  `DELETE FROM subscriptions WHERE id IN (
-     SELECT id FROM subscriptions WHERE status = $1 AND updated_at < $2 ORDER BY updated_at LIMIT $3
-     FOR UPDATE SKIP LOCKED) RETURNING id`
-)
+// Oldest first, with their tokens and outbox rows (ON DELETE CASCADE); rows another purge holds are skipped. The
+// status is written in, so that every plan of the prepared statement may read the pending ones' partial index: a
+// generic plan (for a bound status) could not, and would sort every pending subscription to delete a batch.
+const purges = Object.fromEntries(
+  SubscriptionStatus.literals.map((status) => [
+    status,
+    statement(
+      `purge_subscriptions_${status}`,
+      `DELETE FROM subscriptions WHERE id IN (
+         SELECT id FROM subscriptions WHERE status = ${sqlStrings([status])} AND updated_at < $1 ORDER BY updated_at
+         LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING id`
+    )
+  ])
+) as Record<SubscriptionStatus, ReturnType<typeof statement>>
 
 // Both tokens of every mail as the columns of insert_tokens.
 const tokenColumns = (mails: Parameters<SubscriptionTx["insertTokens"]>[0], now: DateTime.Utc) => {
@@ -249,7 +257,7 @@ export const make = Effect.gen(function*() {
     signupDays: signupDays(sql),
     eventDays: eventDays(sql),
     purge: (status, before, limit) =>
-      direct.query(purge, [status, ms(before), limit]).pipe(Effect.map((rows) => rows.length), Effect.orDie),
+      direct.query(purges[status], [ms(before), limit]).pipe(Effect.map((rows) => rows.length), Effect.orDie),
     ...consoleReads(sql)
   })
 })

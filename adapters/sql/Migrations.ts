@@ -7,6 +7,7 @@ import { Dialect } from "./Dialect.ts"
 import { m0016_event_subjects } from "./EventSubjectMigration.ts"
 import { m0011_indexes } from "./IndexMigration.ts"
 import { m0014_outbox_sent } from "./OutboxSentMigration.ts"
+import { m0019_pending_purge } from "./PurgeMigration.ts"
 import { m0009_refunds } from "./RefundMigration.ts"
 import { m0012_console_sessions } from "./SessionMigration.ts"
 import { m0018_signup_days } from "./SignupDaysMigration.ts"
@@ -319,7 +320,8 @@ export const migrations = Migrator.fromRecord({
   "0014_outbox_sent": m0014_outbox_sent,
   "0015_chart_indexes": m0015_chart_indexes,
   "0016_event_subjects": m0016_event_subjects,
-  "0018_signup_days": m0018_signup_days
+  "0018_signup_days": m0018_signup_days,
+  "0019_pending_purge": m0019_pending_purge
 })
 
 const migrate = Migrator.make({})({ loader: migrations })

@@ -1,6 +1,8 @@
 import { DateTime, Effect, Layer, Option } from "effect"
+import { SubscriptionStatus } from "../../core/subscriptions/Subscription.ts"
 import { SubscriptionStorage, type SubscriptionTx } from "../../core/subscriptions/SubscriptionStorage.ts"
 import { type DayCountRow, SqliteEventDays, SqliteSignupDays, toDayCount } from "../sql/DayRows.ts"
+import { sqlStrings } from "../sql/Dialect.ts"
 import { sqliteEventStatements } from "../sql/EventRows.ts"
 import {
   ConsoleStatements as Console,
@@ -60,9 +62,18 @@ const lease = `UPDATE mail_outbox SET next_attempt_at = ? WHERE id = ?`
 const sent = `UPDATE mail_outbox SET sent_at = ?, next_attempt_at = NULL, last_error = NULL
   WHERE id = ? AND sent_at IS NULL`
 const failed = `UPDATE mail_outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id = ?`
-// Oldest first; their tokens and outbox rows go with them (ON DELETE CASCADE).
-const purge = `DELETE FROM subscriptions WHERE id IN (
-  SELECT id FROM subscriptions WHERE status = ? AND updated_at < ? ORDER BY updated_at LIMIT ?)`
+// Oldest first; their tokens and outbox rows go with them (ON DELETE CASCADE). The pending ones are read through
+// their partial index, named, its status written in: without statistics SQLite takes (status, id) for an equality
+// on the status, and sorts every pending subscriber to delete a batch of them (a bound status cannot name the
+// partial index: SQLite must see at prepare time that its condition holds).
+const purges = Object.fromEntries(
+  SubscriptionStatus.literals.map((status) => [
+    status,
+    `DELETE FROM subscriptions WHERE id IN (SELECT id FROM subscriptions${
+      status === "pending" ? " INDEXED BY subscriptions_pending" : ""
+    } WHERE status = ${sqlStrings([status])} AND updated_at < ? ORDER BY updated_at LIMIT ?)`
+  ])
+) as Record<SubscriptionStatus, string>
 // One statement text per combination of filters (four), each kept prepared.
 const listQuery = (feed: boolean, status: boolean) =>
   `SELECT ${SubscriptionColumns} FROM subscriptions WHERE id > ?${feed ? " AND feed = ?" : ""}${
@@ -167,7 +178,7 @@ export const layer = Layer.effect(
         reading((db) => db.all<DayCountRow>(SqliteSignupDays, [from, before]).map(toDayCount<"signup">)),
       eventDays: (owner, from, before) =>
         reading((db) => db.all<DayCountRow>(SqliteEventDays, [owner, millis(from), millis(before)]).map(toDayCount)),
-      purge: (status, before, limit) => writing((db) => db.run(purge, [status, millis(before), limit])),
+      purge: (status, before, limit) => writing((db) => db.run(purges[status], [millis(before), limit])),
       countByStatus: (feed) => reading((db) => countsOf(db.all(Console.countByStatus, [feed]))),
       subscriptionByEmailKey: (emailKey, feed) =>
         reading((db) => Option.map(Option.fromNullable(db.get(Console.byEmailKey, [emailKey, feed])), subscriptionOf)),

@@ -351,7 +351,8 @@ const startSink = (file, port) =>
   })
 
 // bench/healthz-probe.mjs against baseUrl: a request every `everyMs` ms, `requests` ([{ path, headers }]) in turn;
-// take() answers the latencies by path since the last take, and how many were not sent (too many waiting).
+// take() answers the latencies by path since the last take, how many were not sent (too many waiting) and how many
+// got no answer (failed).
 export const startProbe = (baseUrl, everyMs, requests = [{ path: "/healthz" }]) => {
   const child = track(
     fork(join(root, "bench/healthz-probe.mjs"), [baseUrl, String(everyMs), JSON.stringify(requests)], {
@@ -528,14 +529,28 @@ export const startTarget = async (name, options) => {
   }
 }
 
-// `cpus` (a taskset list, "0"): the target and every thread it starts run only there.
+// `cpus` (a taskset list, "0"): the target and every thread it starts run only there. `port`: the port to listen
+// on (a free one when not given); `onSpawn`: called with the process id once it is started; `onOutput`: called
+// with each chunk the target writes, as it comes.
 const startInstance = async (
   name,
-  { dataDir, smtpPort, databaseUrl, extraNodeArgs = [], env = {}, apiKey: knownKey, webhookPort, cpus }
+  {
+    dataDir,
+    smtpPort,
+    databaseUrl,
+    extraNodeArgs = [],
+    env = {},
+    apiKey: knownKey,
+    webhookPort,
+    cpus,
+    port: given,
+    onSpawn,
+    onOutput
+  }
 ) => {
   const def = targetDefinitions[name]
   if (def.bundle) buildApp()
-  const port = await freePort()
+  const port = given ?? await freePort()
   const baseUrl = `http://127.0.0.1:${port}`
   // A Node target counts the bytes its main thread allocates (bench/lib/heap-probe.mjs).
   const heapProbe = def.command()[0] === process.execPath ? join(dataDir, `heap-${port}.sock`) : undefined
@@ -563,8 +578,10 @@ const startInstance = async (
   const child = track(
     spawn(command, args, { cwd: root, env: childEnv, stdio: ["ignore", "pipe", "pipe"], detached: true })
   )
+  onSpawn?.(child.pid)
   let output = ""
   const keep = (chunk) => {
+    onOutput?.(chunk)
     output += chunk
     if (output.length > 16_384) output = output.slice(-16_384)
   }

@@ -3,4 +3,4 @@ export interface Allocated {
   readonly collections: number
 }
 export declare const allocationMeter: () => { readonly stop: () => Allocated }
-export declare const askProbe: (socket: string, command: "start" | "stop") => Promise<Partial<Allocated>>
+export declare const askProbe: (socket: string, command: "start" | "stop" | "loop") => Promise<Partial<Allocated>>

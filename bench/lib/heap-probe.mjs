@@ -5,9 +5,12 @@
 //
 // Preloaded into a server under test (`node --import ./bench/lib/heap-probe.mjs`, BENCH_HEAP_PROBE=SOCKET), it
 // answers on that Unix socket: a line `start` opens a window, a line `stop` closes it and answers with
-// `{"bytes":N,"collections":N}`. Nothing runs outside a window but the idle socket.
+// `{"bytes":N,"collections":N}`. Nothing runs outside a window but the idle socket. With BENCH_LOOP_DELAY=on it also
+// records the event loop's delays (perf_hooks, 5 ms resolution) from its start: a line `loop` answers
+// `{"maxMs":N,"p99Ms":N}` since the previous `loop` and starts anew.
 import { rmSync } from "node:fs"
 import { connect, createServer } from "node:net"
+import { monitorEventLoopDelay } from "node:perf_hooks"
 import v8 from "node:v8"
 
 export const allocationMeter = () => {
@@ -35,10 +38,15 @@ if (socket !== undefined && socket !== "") {
   // A target started again on the same data (the large mode's restart) finds its predecessor's socket file.
   rmSync(socket, { force: true })
   let meter
+  const loop = process.env.BENCH_LOOP_DELAY === "on" ? monitorEventLoopDelay({ resolution: 5 }) : undefined
+  loop?.enable()
   createServer((connection) => {
     connection.setEncoding("utf8")
     connection.on("data", (line) => {
-      if (line.trim() === "start") {
+      if (line.trim() === "loop") {
+        connection.end(`${JSON.stringify(loop ? { maxMs: loop.max / 1e6, p99Ms: loop.percentile(99) / 1e6 } : {})}\n`)
+        loop?.reset()
+      } else if (line.trim() === "start") {
         meter = allocationMeter()
         connection.end("{}\n")
       } else {

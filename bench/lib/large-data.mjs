@@ -5,6 +5,7 @@
 // what core's balanceChange adds per approved transfer), and `subscribers` subscribers of the default feed (one in
 // twenty pending, signed up within the day, so the purge keeps them; one in twenty unsubscribed; the rest active).
 // No idempotency keys, events, tokens or outbox rows: nothing the app reads to answer the bench's requests.
+// `seedJobSqlite` and `seedJobPostgres` then write the backlog one background job works through (jobRows).
 import Database from "better-sqlite3"
 import pg from "pg"
 
@@ -90,6 +91,85 @@ export const seedPostgres = async (url, { transfers, subscribers, now = Date.now
       SELECT ${subscriptionValues(spell, subscribers)} FROM generate_series(1::bigint, ${subscribers}) AS s(i)`)
     await client.query("COMMIT")
     await client.query("VACUUM ANALYZE transfers, subscriptions, balances")
+  } finally {
+    await client.end().catch(() => {})
+  }
+}
+
+// The backlog of one background job, `count` rows as the app would have left them: "purge", pending signups of
+// the default feed whose last signup is 8 to 9 days old (the purge's default age is 7), each with its
+// confirmation token and its sent mail; "prune", idempotency keys of the first API client started 2 to 3 days
+// ago (they expire after 24 hours), each the answer of a seeded transfer; "reconcile", transfers of that client
+// whose outcome was lost (`unknown`), never asked about yet. `$series` is the series s(i), i = 1..count.
+const DayMs = 24 * 3600 * 1000
+const ReconcilePrefix = "tr_recon"
+const jobRows = ({ padded, timeBack }, job) =>
+  ({
+    purge: [
+      `INSERT INTO subscriptions (${subscriptionColumns})
+       SELECT 'purge' || i || '@example.com', 'purge' || i || '@example.com', 'Unconfirmed ' || i, 'default',
+         'pending', ${timeBack(`${8 * DayMs} + i * 500`)}, ${timeBack(`${8 * DayMs} + i * 500`)} FROM $series`,
+      `INSERT INTO subscription_tokens (hash, subscription_id, purpose, created_at)
+       SELECT 'purge-token-' || id, id, 'confirm', created_at FROM subscriptions
+       WHERE email_key >= 'purge' AND email_key < 'purgf'`,
+      `INSERT INTO mail_outbox (kind, subscription_id, created_at, attempts, sent_at)
+       SELECT 'confirmation', id, created_at, 1, created_at FROM subscriptions
+       WHERE email_key >= 'purge' AND email_key < 'purgf'`
+    ],
+    prune: [
+      `INSERT INTO idempotency_keys (client_id, idempotency_key, request_hash, request_id, started_at, answer,
+         transfer_id)
+       SELECT $client, 'prune-' || i, 'prune-hash-' || i, 'req-prune-' || i, ${timeBack(`${2 * DayMs} + i * 500`)},
+         'transfer_made', '${IdPrefix}' || ${padded("i", IdDigits)} FROM $series`
+    ],
+    reconcile: [
+      `INSERT INTO transfers (${transferColumns})
+       SELECT '${ReconcilePrefix}' || ${padded("i", IdDigits)}, $client, 'recon-' || i, 100 + i % 1000, 0, 'USD',
+         'unknown', 'Ann', 'ann@example.com', 'visa', '4242', 12, 2030, 'fp-bench', 'Mo', 'shop@example.com', 'm-1',
+         NULL, NULL, NULL, ${timeBack(`3600000 + i * 500`)} FROM $series`
+    ]
+  })[job]
+export const jobNames = ["purge", "prune", "reconcile"]
+const jobTables = {
+  purge: "subscriptions, subscription_tokens, mail_outbox",
+  prune: "idempotency_keys",
+  reconcile: "transfers"
+}
+
+export const seedJobSqlite = (file, job, count, now = Date.now()) => {
+  const db = new Database(file)
+  try {
+    db.pragma("busy_timeout = 10000")
+    const spell = { padded: (x, n) => `printf('%0${n}d', ${x})`, timeBack: (ms) => `(${now} - (${ms}))` }
+    const client = db.prepare("SELECT id FROM api_clients ORDER BY created_at, id LIMIT 1").get()?.id
+    const series = `WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${count})`
+    db.transaction(() => {
+      for (const statement of jobRows(spell, job)) {
+        const text = statement.includes("$series") ? `${series} ${statement.replace("$series", "s")}` : statement
+        db.prepare(text.replace("$client", "@client")).run(text.includes("$client") ? { client } : {})
+      }
+    })()
+  } finally {
+    db.close()
+  }
+}
+
+export const seedJobPostgres = async (url, job, count, now = Date.now()) => {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    const spell = {
+      padded: (x, n) => `lpad(${x}::text, ${n}, '0')`,
+      timeBack: (ms) => `(to_timestamp(${now} / 1000.0) - (${ms}) * interval '1 millisecond')`
+    }
+    const owner = (await client.query("SELECT id FROM api_clients ORDER BY created_at, id LIMIT 1")).rows[0]?.id
+    await client.query("BEGIN")
+    for (const statement of jobRows(spell, job)) {
+      const text = statement.replace("$series", `generate_series(1::bigint, ${count}) AS s(i)`)
+      await client.query(text.replace("$client", "$1"), text.includes("$client") ? [owner] : [])
+    }
+    await client.query("COMMIT")
+    await client.query(`VACUUM ANALYZE ${jobTables[job]}`)
   } finally {
     await client.end().catch(() => {})
   }

@@ -13,26 +13,33 @@ export class KeyPruner extends Effect.Service<KeyPruner>()("KeyPruner", {
   effect: Effect.gen(function*() {
     const store = yield* TransferStore
 
-    // Deletes every expired key; answers how many.
-    const pruneExpired = Effect.gen(function*() {
+    // Deletes every expired key; answers how many, in how many batches.
+    const pruneBatches = Effect.gen(function*() {
       const before = DateTime.subtractDuration(yield* DateTime.now, IdempotencyKeyTtl)
-      let total = 0
-      for (;;) {
-        const deleted = yield* store.pruneKeys(before, PruneBatch)
-        total += deleted
-        if (deleted < PruneBatch) return total
+      let deleted = 0
+      for (let batches = 1;; batches++) {
+        const batch = yield* store.pruneKeys(before, PruneBatch)
+        deleted += batch
+        if (batch < PruneBatch) return { deleted, batches }
         // A timer's turn, not yieldNow's microtask: on SQLite the batch ran on this thread, and the requests
         // that arrived meanwhile are answered before the next one.
         yield* Effect.sleep(Duration.zero)
       }
     })
+    const pruneExpired = Effect.map(pruneBatches, (pass) => pass.deleted)
 
     // A pass that fails (the database does) is tried again with the database's backoff until it succeeds.
     const backoff = makeStorageBackoff("key pruner")
     const run = backoff.guard(
-      pruneExpired.pipe(
-        Effect.tap((deleted) =>
-          deleted > 0 ? Effect.logInfo("expired idempotency keys pruned", { deleted }) : Effect.void
+      Effect.timed(pruneBatches).pipe(
+        Effect.tap(([took, { batches, deleted }]) =>
+          deleted > 0
+            ? Effect.logInfo("expired idempotency keys pruned", {
+              deleted,
+              batches,
+              ms: Math.round(Duration.toMillis(took))
+            })
+            : Effect.void
         ),
         Effect.as(true)
       ),

@@ -19,25 +19,34 @@ export class PendingPurge extends Effect.Service<PendingPurge>()("PendingPurge",
     const store = yield* SubscriptionStore
     const settings = yield* PendingPurgeSettings
 
-    // One pass: batch after batch until a batch comes back short; answers how many it deleted.
-    const purgeExpired = Effect.gen(function*() {
+    // One pass: batch after batch until a batch comes back short; answers how many it deleted, in how many batches.
+    const purgeBatches = Effect.gen(function*() {
       const before = DateTime.subtractDuration(yield* DateTime.now, settings.ttl)
-      let total = 0
-      for (;;) {
-        const deleted = yield* store.purgePending(before, PurgeBatchSize)
-        total += deleted
-        if (deleted < PurgeBatchSize) return total
+      let deleted = 0
+      for (let batches = 1;; batches++) {
+        const batch = yield* store.purgePending(before, PurgeBatchSize)
+        deleted += batch
+        if (batch < PurgeBatchSize) return { deleted, batches }
         // A timer's turn, not yieldNow's microtask: on SQLite the batch ran on this thread, and the requests
         // that arrived meanwhile are answered before the next one.
         yield* Effect.sleep(Duration.zero)
       }
     })
+    const purgeExpired = Effect.map(purgeBatches, (pass) => pass.deleted)
 
     // A pass that fails (the database does) is tried again with the database's backoff until it succeeds.
     const backoff = makeStorageBackoff("pending purge")
     const pass = backoff.guard(
-      purgeExpired.pipe(
-        Effect.tap((n) => n > 0 ? Effect.logInfo("expired pending signups purged", { count: n }) : Effect.void),
+      Effect.timed(purgeBatches).pipe(
+        Effect.tap(([took, { batches, deleted }]) =>
+          deleted > 0
+            ? Effect.logInfo("expired pending signups purged", {
+              count: deleted,
+              batches,
+              ms: Math.round(Duration.toMillis(took))
+            })
+            : Effect.void
+        ),
         Effect.as(true)
       ),
       false

@@ -95,10 +95,12 @@ export const growing = new Set([
   "webhook_deliveries"
 ])
 
-// The table a statement reads alone, if it reads one growing table and no other (no join, no subquery).
+// The table a statement reads alone, if it reads one growing table and no other (no join, no subquery of another
+// table; a batch's `DELETE ... WHERE id IN (SELECT id ... LIMIT ?)` reads its own table alone).
 export const soleTable = (sql: string): string | undefined => {
-  const tables = [...sql.matchAll(/\b(?:FROM|JOIN|UPDATE|INTO)\s+[`"]?(\w+)/gi)].map((m) => m[1]!)
-  return tables.length === 1 && growing.has(tables[0]!) ? tables[0] : undefined
+  const tables = new Set([...sql.matchAll(/\b(?:FROM|JOIN|UPDATE|INTO)\s+[`"]?(\w+)/gi)].map((m) => m[1]!))
+  const [table] = tables
+  return tables.size === 1 && growing.has(table!) ? table : undefined
 }
 
 // The columns a statement compares with a parameter in its WHERE clause (`col = ?`, `col = $1`, `col IN (?, ...)`).

@@ -1,13 +1,19 @@
-// The hourly jobs that delete in batches (the pending purge, the key pruner) give the event loop a turn between
+// The jobs that work through a backlog in batches (the pending purge and the key pruner, hourly; the reconciler,
+// whenever transfers are unsettled) ask the store for a bounded batch and give the event loop a turn between
 // batches. On SQLite each batch runs on this thread, so without a timer's turn a backlog of many batches would
 // hold every request (a timer stands for one here) until the last batch: Effect's yieldNow alone resumes on a
 // microtask, before any I/O or timer.
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Layer } from "effect"
+import { DateTime, Duration, Effect, Fiber, Layer } from "effect"
+import { CardNetwork } from "../../../core/payments/CardNetwork.ts"
 import { KeyPruner, PruneBatch } from "../../../core/payments/KeyPruner.ts"
-import { TransferStore } from "../../../core/payments/TransferStore.ts"
+import { ReconcileBatch, Reconciler } from "../../../core/payments/Reconciler.ts"
+import { RefundStore } from "../../../core/payments/RefundStore.ts"
+import { ClientId } from "../../../core/payments/Transfer.ts"
+import { TransferStore, type Unsettled } from "../../../core/payments/TransferStore.ts"
 import { PendingPurge, PendingPurgeSettings, PurgeBatchSize } from "../../../core/subscriptions/PendingPurge.ts"
 import { SubscriptionStore } from "../../../core/subscriptions/SubscriptionStore.ts"
+import { transfer } from "../../storage/TwoPools.ts"
 
 const Batches = 20
 
@@ -59,6 +65,43 @@ describe("the batch jobs", () => {
       assert.strictEqual(total, PruneBatch * Batches)
       assert.strictEqual(seen.length, 1)
       assert.isAtMost(seen[0]!, 2, `the timer ran after ${seen[0]} of ${store.batches()} batches`)
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.live("the reconciler takes a backlog a bounded batch at a time and lets the event loop run between them", () => {
+    const client = ClientId.make(`cl_${"backlog".padEnd(24, "x")}`)
+    const now = DateTime.unsafeMake(Date.UTC(2026, 0, 15, 12))
+    let claims = 0
+    let settled = 0
+    // Batches full batches of unknown transfers, claimed and settled synchronously, as on SQLite.
+    const claimUnsettled = (_now: unknown, _before: unknown, _lease: unknown, limit: number) =>
+      Effect.sync((): ReadonlyArray<Unsettled> => {
+        assert.strictEqual(limit, ReconcileBatch)
+        if (claims >= Batches) return []
+        claims++
+        return Array.from({ length: limit }, (_, i) => ({
+          transfer: { ...transfer(client, `u${claims}x${i}`, `ref-${claims}-${i}`, 100n, now), status: "unknown" },
+          attempts: 0
+        })) as never
+      })
+    const layer = Reconciler.Default.pipe(
+      Layer.provide(Layer.mergeAll(
+        Layer.succeed(TransferStore, { claimUnsettled, settle: () => Effect.sync(() => void settled++) } as never),
+        Layer.succeed(RefundStore, { claimUnsettled: () => Effect.succeed([]) } as never),
+        Layer.succeed(CardNetwork, { lookup: () => Effect.succeed({ _tag: "NotFound" }) } as never)
+      ))
+    )
+    return Effect.gen(function*() {
+      const reconciler = yield* Reconciler
+      const seen: Array<number> = []
+      const timer = setTimeout(() => seen.push(claims), 0)
+      const fiber = yield* Effect.fork(reconciler.run)
+      while (claims < Batches) yield* Effect.sleep(Duration.millis(1))
+      yield* Fiber.interrupt(fiber)
+      clearTimeout(timer)
+      assert.strictEqual(settled, ReconcileBatch * Batches)
+      assert.strictEqual(seen.length, 1)
+      assert.isAtMost(seen[0]!, 2, `the timer ran after ${seen[0]} of ${claims} batches`)
     }).pipe(Effect.provide(layer))
   })
 })
