@@ -4,7 +4,7 @@
 // hold every request (a timer stands for one here) until the last batch: Effect's yieldNow alone resumes on a
 // microtask, before any I/O or timer.
 import { assert, describe, it } from "@effect/vitest"
-import { DateTime, Duration, Effect, Fiber, Layer } from "effect"
+import { DateTime, Duration, Effect, Fiber, Layer, Logger, LogLevel } from "effect"
 import { CardNetwork } from "../../../core/payments/CardNetwork.ts"
 import { KeyPruner, PruneBatch } from "../../../core/payments/KeyPruner.ts"
 import { ReconcileBatch, Reconciler } from "../../../core/payments/Reconciler.ts"
@@ -102,6 +102,6 @@ describe("the batch jobs", () => {
       assert.strictEqual(settled, ReconcileBatch * Batches)
       assert.strictEqual(seen.length, 1)
       assert.isAtMost(seen[0]!, 2, `the timer ran after ${seen[0]} of ${claims} batches`)
-    }).pipe(Effect.provide(layer))
+    }).pipe(Effect.provide(layer), Logger.withMinimumLogLevel(LogLevel.Warning))
   })
 })
