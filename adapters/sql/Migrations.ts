@@ -1,6 +1,7 @@
 import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, Duration, Effect } from "effect"
+import { m0017_webhook_attempts } from "./AttemptMigration.ts"
 import { m0010_balances } from "./BalanceMigration.ts"
 import { m0015_chart_indexes } from "./ChartMigration.ts"
 import { Dialect } from "./Dialect.ts"
@@ -317,7 +318,8 @@ export const migrations = Migrator.fromRecord({
   "0013_transfer_filters": m0013_transfer_filters,
   "0014_outbox_sent": m0014_outbox_sent,
   "0015_chart_indexes": m0015_chart_indexes,
-  "0016_event_subjects": m0016_event_subjects
+  "0016_event_subjects": m0016_event_subjects,
+  "0017_webhook_attempts": m0017_webhook_attempts
 })
 
 const migrate = Migrator.make({})({ loader: migrations })

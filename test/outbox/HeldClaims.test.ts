@@ -137,7 +137,7 @@ describe("webhook deliveries claimed when the database went away", () => {
         WebhookSender,
         WebhookSender.of({
           check: () => Effect.void,
-          send: (requests) => Effect.as(Ref.update(sent, (all) => [...all, ...requests]), requests.map(() => undefined))
+          send: (requests) => Effect.as(Ref.update(sent, (all) => [...all, ...requests]), requests.map(() => 200))
         })
       )),
       Layer.provide(Layer.effectDiscard(runMigrations)),

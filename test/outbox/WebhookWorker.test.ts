@@ -48,12 +48,12 @@ const testLayer = (r: Recorder) =>
         send: (requests) =>
           Effect.forEach(requests, (request) =>
             Effect.flatMap(Ref.get(r.hung), (hung) =>
-              hung ? hungSend(r, request) : Effect.succeed(undefined)).pipe(
+              hung ? hungSend(r, request) : Effect.void).pipe(
                 Effect.zipRight(Ref.get(r.failing)),
                 Effect.flatMap((failing) =>
                   Effect.as(
                     Ref.update(r.sent, (all) => [...all, { ...request, ok: !failing }]),
-                    failing ? "HTTP 503" : undefined
+                    failing ? 503 : 200
                   )
                 ),
                 Effect.catchAll((reason) => Effect.succeed(reason))
