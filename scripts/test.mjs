@@ -10,7 +10,7 @@
 import { spawnSync } from "node:child_process"
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { createConnection } from "node:net"
-import { tmpdir } from "node:os"
+import { availableParallelism, tmpdir } from "node:os"
 import { join, relative } from "node:path"
 
 // The failed tests of a vitest step, as "file › describe › test", from its JSON report (none if it wrote none:
@@ -23,7 +23,13 @@ const failedTests = (report) => {
     const failed = file.assertionResults.filter((t) => t.status === "failed")
     return failed.length === 0 && file.status === "failed"
       ? [`${where} (${file.message ?? "the file failed to run"})`]
-      : failed.map((t) => [where, ...t.ancestorTitles, t.title].join(" › "))
+      : failed.map((t) =>
+        // The test's name, then the first lines of its failure (CI's log keeps only the end of the run).
+        [
+          [where, ...t.ancestorTitles, t.title].join(" › "),
+          ...(t.failureMessages ?? []).join("\n").split("\n").slice(0, 6).map((line) => `    ${line}`)
+        ].join("\n")
+      )
   })
 }
 
@@ -65,6 +71,33 @@ const chromiumMissing = !existsSync(chromium) && process.env.CI !== "true"
 // vitest runs skip their own build (test/support/globalSetup.ts).
 const built = { PAYSUB_BUNDLE_BUILT: "1" }
 
+// Which suites run on which runtime and database (docs/testing.md, "What runs where"). Every suite runs on Node
+// with SQLite. In-process suites start no app, so the runtime under test does not change them: they run once.
+const inProcess = [
+  "test/http/DecodeErrors.test.ts",
+  "test/http/JsonDepth.test.ts",
+  "test/http/KnownBodies.test.ts",
+  "test/http/PerRequest.test.ts"
+]
+// Black-box suites about HTTP itself (framing, hosts, upgrades, decoding, limits, fuzzing) and the clients built
+// from the document: the database behind the pipeline does not change an answer of theirs, so they run on each
+// runtime (SQLite) but not again on PostgreSQL and MariaDB, whose stores the contracts and the other black-box
+// suites cover.
+const storageBlind = [
+  "test/http/BadHost.http.test.ts",
+  "test/http/Fuzz.http.test.ts",
+  "test/http/HttpSemantics.limits.http.test.ts",
+  "test/http/RealSenders.http.test.ts",
+  "test/http/Upgrades.http.test.ts",
+  "test/http/Client.http.test.ts",
+  "test/client/CodeSamples.http.test.ts",
+  "test/client/GeneratedClient.http.test.ts"
+]
+const exclude = (files) => files.flatMap((file) => ["--exclude", file])
+// vitest runs one test file at a time on two cores (its default is one fewer than the cores); most files wait on
+// an app process, a mail or a browser, so two at a time on such a machine.
+const workers = availableParallelism() <= 2 ? ["--maxWorkers=2"] : []
+
 const steps = [
   ["type check", "tsc", ["--noEmit", "-p", "."], {}],
   ["lint and format check", "eslint", ["."], {}],
@@ -82,7 +115,20 @@ const steps = [
     "dist/openapi.json"
   ], {}],
   ["OpenAPI lint: Redocly (recommended)", "redocly", ["lint", "--config", "redocly.yaml", "dist/openapi.json"], {}],
-  ["tests (SQLite; PostgreSQL and MariaDB storage contracts)", "vitest", ["run", ...process.argv.slice(2)], {
+  ["tests (SQLite; PostgreSQL and MariaDB storage contracts)", "vitest", [
+    "run",
+    "--exclude",
+    "test/faults/**",
+    ...workers,
+    ...process.argv.slice(2)
+  ], {
+    ...pgEnv,
+    ...mariadbEnv,
+    ...built
+  }],
+  // The fault suites one file at a time: each loads the machine with a throwaway database, an app and 16 clients,
+  // and measures how soon the service recovers.
+  ["fault suites (throwaway databases, one file at a time)", "vitest", ["run", "test/faults", "--maxWorkers=1"], {
     ...pgEnv,
     ...mariadbEnv,
     ...built
@@ -102,7 +148,9 @@ const steps = [
     "test/http",
     "test/client",
     "test/reliability",
-    "test/browser"
+    "test/browser",
+    ...exclude(inProcess),
+    ...workers
   ], {
     ...built,
     APP_RUNTIME: "deno"
@@ -112,16 +160,10 @@ const steps = [
   ["black-box suites in memory (DATABASE_URL=memory:)", "vitest", [
     "run",
     "test/http/HttpSemantics.http.test.ts",
-    "test/http/Client.http.test.ts",
-    "test/http/BadHost.http.test.ts",
-    "test/http/RealSenders.http.test.ts",
-    "test/http/Fuzz.http.test.ts",
     "test/http/StartConfig.http.test.ts",
-    "test/http/Upgrades.http.test.ts",
-    "test/client/GeneratedClient.http.test.ts",
-    "test/browser/Docs.browser.test.ts",
     "test/http/Console.http.test.ts",
-    "test/http/ConsoleCharts.http.test.ts"
+    "test/http/ConsoleCharts.http.test.ts",
+    ...workers
   ], {
     ...built,
     TEST_DATABASE: "memory"
@@ -133,7 +175,9 @@ const steps = [
       "test/client",
       "test/reliability",
       "test/scaleout",
-      "test/browser/Console.browser.test.ts"
+      "test/browser/Console.browser.test.ts",
+      ...exclude([...inProcess, ...storageBlind]),
+      ...workers
     ], {
       ...pgEnv,
       ...built,
@@ -146,7 +190,9 @@ const steps = [
       "test/http",
       "test/client",
       "test/reliability",
-      "test/scaleout"
+      "test/scaleout",
+      ...exclude([...inProcess, ...storageBlind]),
+      ...workers
     ], {
       ...mariadbEnv,
       ...built,

@@ -2,6 +2,7 @@ import { MysqlClient } from "@effect/sql-mysql2"
 import { SqlClient, TransactionConnection } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Config, Context, Effect, Exit, Layer, Option, Redacted } from "effect"
+import { boundPoolWait } from "./PoolWait.ts"
 import { watchedSockets } from "./WatchedSockets.ts"
 
 const atLeast = (name: string, min: number, fallback: number) =>
@@ -11,10 +12,10 @@ const atLeast = (name: string, min: number, fallback: number) =>
   )
 
 // How long a request waits for MariaDB before it answers 503 (docs/operations.md, "When the database is away"),
-// as PostgreSQL's PG_* settings: a new connection; a statement's answer, which MariaDB cancels at
-// MARIADB_STATEMENT_TIMEOUT_MS (`max_statement_time`, set on a connection with its first transaction's isolation
-// level, and kept for its later statements) and the service gives up on 1 s later, closing that connection and
-// the idle ones (WatchedSockets.ts); TCP keepalive on every connection.
+// as PostgreSQL's PG_* settings: a connection (a free one of the pool, PoolWait.ts, or a new one); a statement's
+// answer, which MariaDB cancels at MARIADB_STATEMENT_TIMEOUT_MS (`max_statement_time`, set on a connection with
+// its first transaction's isolation level, and kept for its later statements) and the service gives up on 1 s
+// later, closing that connection and the idle ones (WatchedSockets.ts); TCP keepalive on every connection.
 export const mariaDbTimeoutsConfig = Config.all({
   connectMs: atLeast("MARIADB_CONNECT_TIMEOUT_MS", 1, 2_000),
   statementMs: atLeast("MARIADB_STATEMENT_TIMEOUT_MS", 1, 5_000),
@@ -32,8 +33,14 @@ export const layer = (url: Redacted.Redacted<string>) => {
   const parsed = new URL(Redacted.value(url))
   const host = parsed.hostname
   const port = Number(parsed.port || 3306)
-  return Layer.unwrapEffect(Effect.map(Effect.orDie(mariaDbTimeoutsConfig), (timeouts) =>
-    MysqlClient.layer({
+  return Layer.unwrapEffect(Effect.map(Effect.orDie(mariaDbTimeoutsConfig), (timeouts) => {
+    const sockets = watchedSockets({
+      host,
+      port,
+      keepAliveMs: timeouts.keepAliveMs,
+      silentMs: timeouts.statementMs + SilentAfterCancelMs
+    })
+    return MysqlClient.layer({
       host,
       port,
       database: decodeURIComponent(parsed.pathname.slice(1)),
@@ -44,12 +51,11 @@ export const layer = (url: Redacted.Redacted<string>) => {
         maxIdle: 10,
         charset: "utf8mb4_bin",
         connectTimeout: timeouts.connectMs,
-        stream: watchedSockets({
-          host,
-          port,
-          keepAliveMs: timeouts.keepAliveMs,
-          silentMs: timeouts.statementMs + SilentAfterCancelMs
-        })
+        // mysql2 makes each connection's socket with this, handing it the pool (PoolWait.ts).
+        stream: (options: { readonly config: { readonly pool?: unknown } }) => {
+          boundPoolWait(options.config.pool, timeouts.connectMs)
+          return sockets()
+        }
       }
       // Its ConfigError is in the type only: this layer reads no Config.
     }).pipe(
@@ -68,7 +74,8 @@ export const layer = (url: Redacted.Redacted<string>) => {
         })
       }),
       Layer.catchAll((error) => error._tag === "SqlError" ? Layer.fail(error) : Layer.die(error))
-    )))
+    )
+  }))
 }
 
 // Two transactions that lock rows in opposite order (two first requests for one key both find its gap empty,

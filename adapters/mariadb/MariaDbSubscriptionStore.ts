@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { DateTime, Effect, Layer, Option } from "effect"
 import { SubscriptionStorage, type SubscriptionTx } from "../../core/subscriptions/SubscriptionStorage.ts"
-import { eventDays, signupDays } from "../sql/DayRows.ts"
+import { eventDays, signupDays, SignupSlots } from "../sql/DayRows.ts"
 import {
   consoleReads,
   FeedColumns,
@@ -78,6 +78,13 @@ export const make = Effect.gen(function*() {
     queueConfirmation: (id, now) =>
       Effect.asVoid(sql`INSERT INTO mail_outbox (kind, subscription_id, created_at, next_attempt_at)
         VALUES ('confirmation', ${id}, ${ms(now)}, ${ms(now)})`),
+    // In the row of the subscription's slot (adapters/sql/DayRows.ts).
+    countSignup: ({ day, feed, id }) =>
+      Effect.asVoid(
+        sql`INSERT INTO signup_days (day, feed, slot, signups) VALUES (${day}, ${feed}, ${
+          id % SignupSlots
+        }, 1) ON DUPLICATE KEY UPDATE signups = signups + 1`
+      ),
     lockToken: (hash, purpose) => selectToken(hash, purpose, sql.literal("FOR UPDATE")),
     useToken: (hash, now) =>
       Effect.asVoid(sql`UPDATE subscription_tokens SET used_at = ${ms(now)} WHERE hash = ${hash}`),

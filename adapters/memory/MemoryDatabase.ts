@@ -41,6 +41,8 @@ export interface Tables {
     readonly attempts: number
     readonly lastError?: string
   }>
+  // Signups counted per UTC day and feed, keyed by both.
+  signupDays: Map<string, { readonly day: number; readonly feed: string; readonly signups: number }>
   endpoints: Map<string, WebhookEndpoint & { readonly secret: string; readonly retryAt?: DateTime.Utc }>
   events: Map<string, NewEvent>
   deliveries: Map<number, {
@@ -77,6 +79,7 @@ const copy = (t: Tables): Tables => ({
   subscriptions: new Map(t.subscriptions),
   tokens: new Map(t.tokens),
   outbox: new Map(t.outbox),
+  signupDays: new Map(t.signupDays),
   endpoints: new Map(t.endpoints),
   events: new Map(t.events),
   deliveries: new Map(t.deliveries),
@@ -101,6 +104,7 @@ export const layer = Layer.effect(
       subscriptions: new Map(),
       tokens: new Map(),
       outbox: new Map(),
+      signupDays: new Map(),
       endpoints: new Map(),
       events: new Map(),
       deliveries: new Map(),

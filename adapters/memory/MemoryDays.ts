@@ -5,7 +5,7 @@ import type { DayCount } from "../../core/subscriptions/SubscriptionStorage.ts"
 import { millis } from "./MemoryDatabase.ts"
 
 // The per-day groups the charts read (TransferStorage's transferDays and refundDays, SubscriptionStorage's
-// signupDays and eventDays), over rows in memory, as the databases' GROUP BY makes them.
+// eventDays), over rows in memory, as the databases' GROUP BY makes them.
 
 const DayMillis = 86_400_000
 const within = (t: DateTime.Utc, from: DateTime.Utc, before: DateTime.Utc) =>

@@ -85,6 +85,10 @@ const statements: Statements<SubscriptionTx> = {
     const outboxId = ++t.serials.outbox
     t.outbox.set(outboxId, { subscriptionId: id, createdAt: now, nextAttemptAt: now, attempts: 0 })
   },
+  countSignup: (t, { day, feed }) => {
+    const key = `${day} ${feed}`
+    t.signupDays.set(key, { day, feed, signups: (t.signupDays.get(key)?.signups ?? 0) + 1 })
+  },
   lockToken: (t, hash, purpose) => {
     const row = t.tokens.get(hash)
     return row === undefined || row.purpose !== purpose ? Option.none() : Option.some(tokenOf(row))
@@ -185,16 +189,13 @@ export const layer = Layer.effect(
           }
         }),
       signupDays: (from, before) =>
-        read(() =>
-          dayCounts(
-            [...t.subscriptions.values()].map((r) => ({
-              createdAt: r.subscription.createdAt,
-              kind: "signup" as const
-            })),
-            from,
-            before
-          )
-        ),
+        read(() => {
+          const perDay = new Map<number, number>()
+          for (const { day, signups } of t.signupDays.values()) {
+            if (day >= from && day < before) perDay.set(day, (perDay.get(day) ?? 0) + signups)
+          }
+          return [...perDay].map(([day, count]) => ({ day, kind: "signup" as const, count }))
+        }),
       eventDays: (owner, from, before) =>
         read(() =>
           dayCounts(

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { type DateTime, Effect, Layer } from "effect"
 import { AwaitsConfirmation } from "../../core/subscriptions/Subscription.ts"
 import { SubscriptionStorage, type SubscriptionTx } from "../../core/subscriptions/SubscriptionStorage.ts"
-import { eventDays, signupDays } from "../sql/DayRows.ts"
+import { eventDays, signupDays, SignupSlots } from "../sql/DayRows.ts"
 import { liveEndpointOf, pgEventValues, pgInsertEvent, pgLiveEndpoints } from "../sql/EventRows.ts"
 import {
   consoleReads,
@@ -52,7 +52,15 @@ const insertSubscription = statement(
   `INSERT INTO subscriptions (email, email_key, name, feed, status, created_at, updated_at)
    VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (email_key, feed) DO NOTHING RETURNING ${SubscriptionColumns}`
 )
-// The combined insertSubscriptionAndQueue: the outbox row only for a subscription the statement inserted.
+// A signup added to its day's and feed's row of the subscription's slot (adapters/sql/DayRows.ts).
+const countSignupRow = `INSERT INTO signup_days AS d (day, feed, slot, signups)`
+const countSignupConflict = `ON CONFLICT (day, feed, slot) DO UPDATE SET signups = d.signups + 1`
+const countSignup = statement(
+  "count_signup",
+  `${countSignupRow} VALUES ($1, $2, $3, 1) ${countSignupConflict}`
+)
+// The combined insertSubscriptionAndQueue: the outbox row and the signup's count only for a subscription the
+// statement inserted.
 const insertSubscriptionAndQueue = statement(
   "insert_subscription_and_queue",
   `WITH s AS (
@@ -62,6 +70,8 @@ const insertSubscriptionAndQueue = statement(
    ), q AS (
      INSERT INTO mail_outbox (kind, subscription_id, created_at, next_attempt_at)
      SELECT 'confirmation', id, $6::timestamptz, $6::timestamptz FROM s
+   ), c AS (
+     ${countSignupRow} SELECT $7::integer, feed, id % ${SignupSlots}, 1 FROM s ${countSignupConflict}
    )
    SELECT ${SubscriptionColumns} FROM s`
 )
@@ -178,6 +188,7 @@ const statements: Statements<SubscriptionTx> = {
   updateSubscription: (query, id, status, now, name) =>
     Effect.map(query(updateSubscription, [id, status, ms(now), name ?? null]), (rows) => subscriptionOf(rows[0])),
   queueConfirmation: (query, id, now) => Effect.asVoid(query(queueMail, [id, ms(now)])),
+  countSignup: (query, { day, feed, id }) => Effect.asVoid(query(countSignup, [day, feed, id % SignupSlots])),
   lockToken: (query, hash, purpose) => Effect.map(query(lockToken, [hash, purpose]), (rows) => first(rows, tokenOf)),
   useToken: (query, hash, now) => Effect.asVoid(query(useToken, [hash, ms(now)])),
   voidConfirmations: (query, id, now) => Effect.asVoid(query(voidConfirmations, [id, ms(now)])),
@@ -205,8 +216,8 @@ export const make = Effect.gen(function*() {
   return SubscriptionStorage.of({
     ...unitOfWork<SubscriptionTx>(direct, statements),
     combined: {
-      insertSubscriptionAndQueue: (s) =>
-        direct.query(insertSubscriptionAndQueue, [s.email, s.emailKey, s.name, s.feed, s.status, ms(s.now)]).pipe(
+      insertSubscriptionAndQueue: (s, day) =>
+        direct.query(insertSubscriptionAndQueue, [s.email, s.emailKey, s.name, s.feed, s.status, ms(s.now), day]).pipe(
           Effect.map((rows) => first(rows, subscriptionOf)),
           Effect.orDie
         ),

@@ -7,8 +7,8 @@ import type { DayCount } from "../../core/subscriptions/SubscriptionStorage.ts"
 import type { Owner } from "../../core/webhooks/Webhooks.ts"
 import { timeOf } from "./Dialect.ts"
 
-// The charts' per-day groups (TransferStorage's transferDays and refundDays, SubscriptionStorage's signupDays
-// and eventDays): a range of created_at read through an index led by the owner's column, grouped by the UTC day.
+// The charts' per-day groups (TransferStorage's transferDays and refundDays, SubscriptionStorage's eventDays): a
+// range of created_at read through an index led by the owner's column, grouped by the UTC day.
 // A day is whole days since 1970-01-01: milliseconds divided and rounded down in SQLite and MariaDB, the UTC date
 // less 1970-01-01 in PostgreSQL. Sums are read back as text: exact for any total.
 
@@ -64,11 +64,22 @@ export const dayTotals = <S extends string>(sql: SqlClient, table: "transfers" |
     timeOf(sql, millis(before))
   } GROUP BY ${dayOf(sql)}, currency, status`.pipe(Effect.map((rows) => rows.map(toDayTotal<S>)), Effect.orDie)
 
+// Signups are counted per day and feed in signup_days (migration 0018), not read from the subscriptions, which
+// the pending purge deletes. A server database adds a signup to one of SignupSlots rows of its day and feed, by
+// the subscription's id, so that concurrent signups of one feed do not queue on one row lock until their
+// commits; SQLite, one writer at a time, keeps one row (slot 0). A read sums them: a range of the primary key
+// (day, feed, slot).
+export const SignupSlots = 8
+// SQLite's text of the read (`?` parameters: from, before).
+export const SqliteSignupDays = `SELECT day, 'signup' AS kind, SUM(signups) AS count FROM signup_days
+  WHERE day >= ? AND day < ? GROUP BY day`
 export const signupDays =
-  (sql: SqlClient) => (from: DateTime.Utc, before: DateTime.Utc): Effect.Effect<ReadonlyArray<DayCount<"signup">>> =>
-    sql<DayCountRow>`SELECT ${dayOf(sql)} AS day, 'signup' AS kind, COUNT(*) AS count FROM subscriptions
-    WHERE created_at >= ${timeOf(sql, millis(from))} AND created_at < ${timeOf(sql, millis(before))}
-    GROUP BY ${dayOf(sql)}`.pipe(Effect.map((rows) => rows.map(toDayCount<"signup">)), Effect.orDie)
+  (sql: SqlClient) => (from: number, before: number): Effect.Effect<ReadonlyArray<DayCount<"signup">>> =>
+    sql<DayCountRow>`SELECT day, 'signup' AS kind, SUM(signups) AS count FROM signup_days
+    WHERE day >= ${from} AND day < ${before} GROUP BY day`.pipe(
+      Effect.map((rows) => rows.map(toDayCount<"signup">)),
+      Effect.orDie
+    )
 
 export const eventDays =
   (sql: SqlClient) =>
@@ -78,12 +89,9 @@ export const eventDays =
       timeOf(sql, millis(before))
     } GROUP BY ${dayOf(sql)}, type`.pipe(Effect.map((rows) => rows.map(toDayCount)), Effect.orDie)
 
-// SQLite's texts of the same statements (`?` parameters: client or owner, from, before; the last two alone for
-// signups).
+// SQLite's texts of the same statements (`?` parameters: client or owner, from, before).
 export const sqliteDayTotals = (table: "transfers" | "refunds") =>
   `SELECT ${SqliteDay} AS day, currency, status, COUNT(*) AS count, CAST(SUM(amount) AS TEXT) AS amount
   FROM ${table} WHERE client_id = ? AND created_at >= ? AND created_at < ? GROUP BY ${SqliteDay}, currency, status`
-export const SqliteSignupDays = `SELECT ${SqliteDay} AS day, 'signup' AS kind, COUNT(*) AS count FROM subscriptions
-  WHERE created_at >= ? AND created_at < ? GROUP BY ${SqliteDay}`
 export const SqliteEventDays = `SELECT ${SqliteDay} AS day, type AS kind, COUNT(*) AS count FROM events
   WHERE owner = ? AND created_at >= ? AND created_at < ? GROUP BY ${SqliteDay}, type`

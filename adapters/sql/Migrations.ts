@@ -10,6 +10,7 @@ import { m0011_indexes } from "./IndexMigration.ts"
 import { m0014_outbox_sent } from "./OutboxSentMigration.ts"
 import { m0009_refunds } from "./RefundMigration.ts"
 import { m0012_console_sessions } from "./SessionMigration.ts"
+import { m0018_signup_days } from "./SignupDaysMigration.ts"
 import { m0013_transfer_filters } from "./TransferFilterMigration.ts"
 
 // One list for every database the service runs on; adapters/sql/Dialect.ts holds the few words that differ.
@@ -319,7 +320,8 @@ export const migrations = Migrator.fromRecord({
   "0014_outbox_sent": m0014_outbox_sent,
   "0015_chart_indexes": m0015_chart_indexes,
   "0016_event_subjects": m0016_event_subjects,
-  "0017_webhook_attempts": m0017_webhook_attempts
+  "0017_webhook_attempts": m0017_webhook_attempts,
+  "0018_signup_days": m0018_signup_days
 })
 
 const migrate = Migrator.make({})({ loader: migrations })

@@ -24,7 +24,7 @@ const mysqlCodes = new Set([
 ])
 const systemCodes = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH"])
 const faultMessages =
-  /Connection terminated|connection timeout|timeout exceeded when trying to connect|Query read timeout|not queryable|database or disk is full|disk I\/O error|database is locked|connection is in closed state|Pool is closed|max_statement_time exceeded/i
+  /Connection terminated|connection timeout|timeout exceeded when trying to connect|waiting for a connection of the pool|Query read timeout|not queryable|database or disk is full|disk I\/O error|database is locked|connection is in closed state|Pool is closed|max_statement_time exceeded/i
 
 const isFault = (e: unknown): boolean => {
   if (typeof e !== "object" || e === null) return false

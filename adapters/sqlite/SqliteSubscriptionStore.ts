@@ -43,6 +43,9 @@ const update = `UPDATE subscriptions SET status = ?, updated_at = ?, name = coal
   WHERE id = ? RETURNING ${SubscriptionColumns}`
 const queue = `INSERT INTO mail_outbox (kind, subscription_id, created_at, next_attempt_at)
   VALUES ('confirmation', ?, ?, ?)`
+// One row a day and feed (slot 0): SQLite writes one transaction at a time (adapters/sql/DayRows.ts).
+const countSignup = `INSERT INTO signup_days (day, feed, slot, signups) VALUES (?, ?, 0, 1)
+  ON CONFLICT (day, feed, slot) DO UPDATE SET signups = signups + 1`
 const byId = `SELECT ${SubscriptionColumns} FROM subscriptions WHERE id = ?`
 const tokenByHash =
   `SELECT subscription_id, expires_at, used_at FROM subscription_tokens WHERE hash = ? AND purpose = ?`
@@ -79,6 +82,7 @@ const statements: Statements<SubscriptionTx> = {
   updateSubscription: (db, id, status, now, name) =>
     subscriptionOf(db.get(update, [status, millis(now), name ?? null, id])),
   queueConfirmation: (db, id, now) => void db.run(queue, [id, millis(now), millis(now)]),
+  countSignup: (db, { day, feed }) => void db.run(countSignup, [day, feed]),
   lockToken: (db, hash, purpose) => Option.map(Option.fromNullable(db.get(tokenByHash, [hash, purpose])), tokenOf),
   useToken: (db, hash, now) => void db.run(useToken, [millis(now), hash]),
   voidConfirmations: (db, id, now) => void db.run(voidConfirmations, [millis(now), id]),
@@ -160,9 +164,7 @@ export const layer = Layer.effect(
           ]).map(subscriptionOf)
         ),
       signupDays: (from, before) =>
-        reading((db) =>
-          db.all<DayCountRow>(SqliteSignupDays, [millis(from), millis(before)]).map(toDayCount<"signup">)
-        ),
+        reading((db) => db.all<DayCountRow>(SqliteSignupDays, [from, before]).map(toDayCount<"signup">)),
       eventDays: (owner, from, before) =>
         reading((db) => db.all<DayCountRow>(SqliteEventDays, [owner, millis(from), millis(before)]).map(toDayCount)),
       purge: (status, before, limit) => writing((db) => db.run(purge, [status, millis(before), limit])),

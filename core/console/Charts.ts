@@ -23,7 +23,7 @@ export class Charts extends Effect.Service<Charts>()("Charts", {
       newsletter: Effect.gen(function*() {
         const { before, days, from } = lastDays(yield* DateTime.now)
         const [signups, events] = yield* Effect.all([
-          subscriptions.signupDays(from, before),
+          subscriptions.signupDays(days[0]!, days[days.length - 1]! + 1),
           subscriptions.eventDays(AdminOwner, from, before)
         ])
         return newsletterFigures(days, signups, events)

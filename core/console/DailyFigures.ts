@@ -1,20 +1,17 @@
-import { DateTime } from "effect"
+import type { DateTime } from "effect"
 import type { CurrencyCode } from "../payments/Currency.ts"
 import type { RefundStatus } from "../payments/Refund.ts"
 import type { TransferStatus } from "../payments/Transfer.ts"
 import type { DayTotal } from "../payments/TransferStorage.ts"
+import { type Day, dayOf, startOfDay } from "../shared/Day.ts"
 import type { DayCount } from "../subscriptions/SubscriptionStorage.ts"
 
 // What the console's charts show, decided from the stores' per-day counts: which days, what "volume",
 // "approved" and "confirmation rate" mean. The stores only group and count.
 
 export const ChartDays = 30
-const DayMillis = 86_400_000
 
-// Whole UTC days since 1970-01-01, as the stores group by them.
-export type Day = number
-export const dayOf = (t: DateTime.Utc): Day => Math.floor(DateTime.toEpochMillis(t) / DayMillis)
-export const startOfDay = (day: Day): DateTime.Utc => DateTime.unsafeMake(day * DayMillis)
+export { type Day, dayOf, startOfDay }
 
 // The last `count` UTC days, today the last: the range [from, before) the stores are asked for.
 export interface DayRange {
@@ -116,7 +113,8 @@ export interface NewsletterFigures {
   readonly rate: number | undefined
 }
 
-// Signups are subscriptions created that day; confirmations, the `subscription.confirmed` events of that day.
+// Signups are those counted that day (decideSubscribe says what is one); confirmations, the
+// `subscription.confirmed` events of that day.
 export const newsletterFigures = (
   days: ReadonlyArray<Day>,
   signups: ReadonlyArray<DayCount<"signup">>,

@@ -66,10 +66,14 @@ export interface SubscribeDecision {
   readonly status: SubscriptionStatus
   readonly updateName: boolean
   readonly queueConfirmation: boolean
+  // Counted as a signup of its day on the list owner's chart (docs/decisions/0060-signups-counted-per-day.md).
+  readonly signup: boolean
 }
 
 // What a subscribe request does to an existing subscription (or to none), given how many confirmation mails
-// went to it within the throttle window.
+// went to it within the throttle window. A signup is an address that starts to await its confirmation: a new
+// one, or one that had left and asks again. Asking again while pending (the form sent twice, a lost mail) or
+// while active changes no subscriber's state, and is not counted again.
 export const decideSubscribe = (
   existing: SubscriptionStatus | undefined,
   mailsInWindow: number
@@ -78,6 +82,7 @@ export const decideSubscribe = (
   return {
     status,
     updateName: status === "pending",
-    queueConfirmation: status === "pending" && mailsInWindow < MailThrottle.maxMails
+    queueConfirmation: status === "pending" && mailsInWindow < MailThrottle.maxMails,
+    signup: status === "pending" && existing !== "pending"
   }
 }

@@ -1,4 +1,5 @@
 import { Context, type DateTime, type Effect, type Option } from "effect"
+import type { Day } from "../shared/Day.ts"
 import type { Email } from "../shared/Email.ts"
 import type { EventTx } from "../webhooks/Events.ts"
 import type { Owner } from "../webhooks/Webhooks.ts"
@@ -89,6 +90,9 @@ export interface SubscriptionTx extends EventTx {
   ) => Effect.Effect<Subscription>
   // Queues a confirmation mail, due at `now`.
   readonly queueConfirmation: (id: SubscriptionId, now: DateTime.Utc) => Effect.Effect<void>
+  // Adds one to the feed's signups of the day (kept apart from the subscriptions, which the pending purge
+  // deletes). The subscription's id lets a server database spread concurrent signups over a few rows.
+  readonly countSignup: (signup: Signup) => Effect.Effect<void>
   readonly lockToken: (hash: TokenHash, purpose: TokenPurpose) => Effect.Effect<Option.Option<StoredToken>>
   readonly useToken: (hash: TokenHash, now: DateTime.Utc) => Effect.Effect<void>
   // Marks used, at `now`, every unused confirm token of the subscription.
@@ -114,12 +118,24 @@ export interface SubscriptionTx extends EventTx {
   ) => Effect.Effect<void>
 }
 
+// A signup as core counts it (core/subscriptions/Subscription.ts's decideSubscribe): its feed, its UTC day, and
+// the subscription it made pending.
+export interface Signup {
+  readonly feed: FeedName
+  readonly day: Day
+  readonly id: SubscriptionId
+}
+
 // Combined operations (docs/decisions/0038-combined-operations.md): what core would otherwise run as several
 // operations in `transact`, in one statement, where a transaction costs a round trip a statement. Without them
 // core runs the operations themselves.
 export interface CombinedSubscriptionOperations {
-  // insertSubscription, then queueConfirmation (due at the subscription's `now`) if it inserted.
-  readonly insertSubscriptionAndQueue: (subscription: NewSubscription) => Effect.Effect<Option.Option<Subscription>>
+  // insertSubscription, then, if it inserted, queueConfirmation (due at the subscription's `now`) and
+  // countSignup (of its feed, on `day`).
+  readonly insertSubscriptionAndQueue: (
+    subscription: NewSubscription,
+    day: Day
+  ) => Effect.Effect<Option.Option<Subscription>>
   // subscriptions(the mails' ids), then insertTokens for the mails whose subscription is pending; answers the
   // subscriptions found, as `subscriptions` does.
   readonly insertPendingTokens?: (
@@ -157,9 +173,9 @@ export interface SubscriptionStorageShape extends SubscriptionTx {
   // A row sent already keeps its time.
   readonly markSentAll: (ids: ReadonlyArray<number>, now: DateTime.Utc) => Effect.Effect<void>
   readonly listSubscriptions: (query: SubscriptionQuery) => Effect.Effect<ReadonlyArray<Subscription>>
-  // The subscriptions created at or after `from` and before `before`, of every feed, counted per day (`kind` is
-  // "signup"): one read of the range of the (created_at) index.
-  readonly signupDays: (from: DateTime.Utc, before: DateTime.Utc) => Effect.Effect<ReadonlyArray<DayCount<"signup">>>
+  // The signups counted (countSignup) on the days from `from` up to `before` (excluded), of every feed, per day
+  // (`kind` is "signup"; days without any are absent): one read of a range of the counters' primary key.
+  readonly signupDays: (from: Day, before: Day) => Effect.Effect<ReadonlyArray<DayCount<"signup">>>
   // The owner's events made at or after `from` and before `before`, counted per day and type (`kind`): one read
   // of the owner's range of the (owner, created_at, id) index.
   readonly eventDays: (

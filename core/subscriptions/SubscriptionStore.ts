@@ -1,4 +1,5 @@
 import { Context, DateTime, Effect, Layer, Option, Struct } from "effect"
+import { type Day, dayOf } from "../shared/Day.ts"
 import { type Email, normalizeEmail } from "../shared/Email.ts"
 import { randomId } from "../shared/RandomId.ts"
 import { emit, newEvent } from "../webhooks/Events.ts"
@@ -130,11 +131,15 @@ const pendingOf = (found: ReadonlyArray<Subscription>) =>
 // The combined operations as core runs them on a database that has none: the same operations, in one
 // transaction.
 const composed = (storage: SubscriptionStorageShape): Required<CombinedSubscriptionOperations> => ({
-  insertSubscriptionAndQueue: (subscription) =>
+  insertSubscriptionAndQueue: (subscription, day) =>
     storage.transact((tx) =>
       Effect.tap(
         tx.insertSubscription(subscription),
-        (inserted) => Option.isSome(inserted) ? tx.queueConfirmation(inserted.value.id, subscription.now) : Effect.void
+        (inserted) =>
+          Option.isNone(inserted) ? Effect.void : Effect.zipRight(
+            tx.queueConfirmation(inserted.value.id, subscription.now),
+            tx.countSignup({ feed: inserted.value.feed, day, id: inserted.value.id })
+          )
       )
     ),
   insertPendingTokens: (mails, now) =>
@@ -180,6 +185,7 @@ export const make = Effect.gen(function*() {
         )
       }
       if (decision.queueConfirmation) yield* tx.queueConfirmation(subscription.id, now)
+      if (decision.signup) yield* tx.countSignup({ feed, day: dayOf(now), id: subscription.id })
       return { subscription, queued: decision.queueConfirmation }
     })
 
@@ -231,11 +237,13 @@ export const make = Effect.gen(function*() {
           return true
         })
       ),
-    // A new address is one combined write; one that exists is decided under its lock.
+    // A new address is one combined write (its mail and its count included); one that exists is decided under
+    // its lock.
     subscribe: (request) =>
       Effect.gen(function*() {
-        if (fresh.queueConfirmation) {
-          const inserted = yield* insertSubscriptionAndQueue(newSubscription(request))
+        if (fresh.queueConfirmation && fresh.signup) {
+          const day: Day = dayOf(request.now)
+          const inserted = yield* insertSubscriptionAndQueue(newSubscription(request), day)
           if (Option.isSome(inserted)) return { subscription: inserted.value, queued: true }
         }
         return yield* storage.transact((tx) => subscribeIn(tx, request))

@@ -1,7 +1,8 @@
 // The console in a real browser (Chromium), with JavaScript on and off, on whatever database TEST_DATABASE
 // picks (SQLite by default; TEST_DATABASE=postgres runs the same file on PostgreSQL): a merchant signs in with
 // its key, sees a transfer made through the API, opens it, refunds part of it (and the API shows the refund),
-// and signs out. axe-core audits every page, and
+// and signs out; the merchant's and the list owner's pages are used with the keyboard alone (Tab, Enter and
+// Space). axe-core audits every page, and
 // Chromium's console must report no Content-Security-Policy violation (the page's inline style is allowed by
 // its hash, nothing else is). Screenshots go to test-results/browser/.
 import type { Browser, BrowserContext, Page } from "playwright-core"
@@ -50,6 +51,28 @@ describe.skipIf(skipBrowserSuites || inMemory)(`the console in Chromium (${Chrom
         page.on("pageerror", (e) => problems.push(e.message))
       })
       afterAll(() => context?.close())
+
+      // Tab until the focused element is the one `is` describes (`tag:name` for a field, `tag:text` otherwise),
+      // as a person with a keyboard would. Each element Tab stops at must draw its focus ring (a date field's
+      // parts, its month, day, year and calendar button, draw theirs inside the field, where no style reaches).
+      const tabTo = async (is: string) => {
+        for (let i = 0; i < 40; i++) {
+          await page.keyboard.press("Tab")
+          const focused = await page.evaluate(() => {
+            const e = document.activeElement as HTMLElement | null
+            if (e === null || e === document.body) return { is: "", shown: true }
+            const style = getComputedStyle(e)
+            return {
+              is: `${e.tagName.toLowerCase()}:${e.getAttribute("name") ?? e.textContent?.trim()}`,
+              shown: e.matches("input[type=date]") ||
+                (e.matches(":focus-visible") && style.outlineStyle !== "none" && style.outlineWidth !== "0px")
+            }
+          })
+          assert.isTrue(focused.shown, `no visible focus on ${focused.is} (${page.url()})`)
+          if (focused.is === is) return
+        }
+        throw new Error(`Tab never reached ${is} on ${page.url()}`)
+      }
 
       it("signs in with a merchant's key, sees an API transfer, refunds it, the API sees the refund, signs out", async () => {
         const merchant = await createClient(app, `browser-${mode}`)
@@ -275,18 +298,6 @@ describe.skipIf(skipBrowserSuites || inMemory)(`the console in Chromium (${Chrom
         const made = await api.create(transferBody({ reference, amount: "9.00" }))
         assert.strictEqual(made.status, 201, made.text)
         const id = made.json.payment_transfer.id as string
-        // Tab until the focused element is the one `is` describes, as a person with a keyboard would.
-        const tabTo = async (is: string) => {
-          for (let i = 0; i < 40; i++) {
-            await page.keyboard.press("Tab")
-            const focused = await page.evaluate(() => {
-              const e = document.activeElement as HTMLElement | null
-              return e === null ? "" : `${e.tagName.toLowerCase()}:${e.getAttribute("name") ?? e.textContent?.trim()}`
-            })
-            if (focused === is) return
-          }
-          throw new Error(`Tab never reached ${is} on ${page.url()}`)
-        }
         await page.goto(`${app.appUrl}/console`)
         await tabTo("input:api_key")
         await page.keyboard.type(merchant.api_key)
@@ -306,6 +317,59 @@ describe.skipIf(skipBrowserSuites || inMemory)(`the console in Chromium (${Chrom
         const refunds = await api.get(`/merchant/transfers/payment/${id}/refunds`)
         assert.deepStrictEqual(refunds.json.data.map((r: { amount: string }) => r.amount), ["1.00"])
       })
+
+      it(
+        "works with the keyboard alone for the list owner: feeds, a feed, a search, a subscriber, outbox, charts",
+        async () => {
+          const feed = `keys-${mode}-${process.pid}`
+          const email = `keys-${mode}.${process.pid}@example.com`
+          await page.goto(`${app.appUrl}/console`)
+          await tabTo("input:api_key")
+          await page.keyboard.type(AdminKey)
+          await page.keyboard.press("Enter")
+          await page.waitForURL(`${app.appUrl}/console/newsletter`)
+          // A feed created from the form; its page follows.
+          await tabTo("input:name")
+          await page.keyboard.type(feed)
+          await tabTo("input:title")
+          await page.keyboard.type("Keyboard")
+          await tabTo("button:Create feed")
+          await page.keyboard.press("Space")
+          await page.waitForURL(`${app.appUrl}/console/newsletter/feeds/${feed}`)
+          // Someone signs up to it; the list owner goes back to the feeds and opens it from the list.
+          const signup = await fetch(`${app.appUrl}/subscribe`, {
+            method: "POST",
+            body: new URLSearchParams({ name: "Keyboard Reader", email, feed })
+          })
+          assert.strictEqual(signup.status, 200)
+          await tabTo("a:Feeds")
+          await page.keyboard.press("Enter")
+          await page.waitForURL(`${app.appUrl}/console/newsletter`)
+          await tabTo(`a:${feed}`)
+          await page.keyboard.press("Enter")
+          await page.waitForURL(`${app.appUrl}/console/newsletter/feeds/${feed}`)
+          await tabTo("input:email")
+          await page.keyboard.type(email)
+          await page.keyboard.press("Enter")
+          await page.getByRole("status").filter({ hasText: "Found" }).waitFor()
+          await tabTo(`a:Keyboard Reader <${email}>`)
+          await page.keyboard.press("Enter")
+          await page.getByRole("heading", { name: "Subscriber Keyboard Reader" }).waitFor()
+          assert.include((await page.locator("dl").textContent())!, "Statuspending")
+          await tabTo("a:Outbox")
+          await page.keyboard.press("Enter")
+          await page.waitForURL(`${app.appUrl}/console/newsletter/outbox`)
+          await tabTo("a:Charts")
+          await page.keyboard.press("Enter")
+          await page.waitForURL(`${app.appUrl}/console/newsletter/charts`)
+          await page.getByRole("table", { name: /Signups and confirmations/ }).waitFor()
+          await tabTo("button:Sign out")
+          await page.keyboard.press("Space")
+          await page.waitForURL(`${app.appUrl}/console`)
+          assert.deepStrictEqual(problems, [])
+        },
+        120_000
+      )
     })
   }
 })

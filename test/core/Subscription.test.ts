@@ -190,8 +190,16 @@ describe("decideSubscribe", () => {
     assert.deepStrictEqual(decideSubscribe("active", n), {
       status: "active",
       updateName: false,
-      queueConfirmation: false
+      queueConfirmation: false,
+      signup: false
     })
+  })
+
+  it.prop("counts a signup when an address starts to await its confirmation, mailed or throttled", [
+    existing,
+    mails
+  ], ([e, n]) => {
+    assert.strictEqual(decideSubscribe(e, n).signup, e === undefined || e === "unsubscribed")
   })
 
   // A burst of N requests within one window: every queued confirmation counts against the throttle.

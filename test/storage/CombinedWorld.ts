@@ -134,7 +134,8 @@ export const sqlAdapters = <C>(
 
 // What the history left in the database, comparable across databases of one kind and across runs: serial ids
 // (subscriptions, outbox rows, deliveries) are left out, since PostgreSQL spends a sequence's values on rows it
-// did not keep, and a subscription is named by its address and feed wherever a row points at one.
+// did not keep, and a subscription is named by its address and feed wherever a row points at one. The signups'
+// counts are summed per day and feed: the row (slot) a signup went to follows its subscription's id.
 const tables: ReadonlyArray<Table> = [
   "api_clients",
   "transfers",
@@ -173,5 +174,11 @@ export const storedRows = Effect.gen(function*() {
       return json(serial ? rest : { id, ...rest })
     }).sort()
   }
+  const signups = new Map<string, number>()
+  for (const row of yield* raw.rows("signup_days")) {
+    const key = `${row.day} ${row.feed}`
+    signups.set(key, (signups.get(key) ?? 0) + Number(row.signups))
+  }
+  snapshot.signup_days = [...signups].map(([key, n]) => `${key} ${n}`).sort()
   return snapshot
 })

@@ -51,6 +51,7 @@ const tables = [
   "mail_outbox",
   "subscription_tokens",
   "subscriptions",
+  "signup_days",
   "idempotency_keys",
   "refunds",
   "transfers",
@@ -110,6 +111,8 @@ const seed = [
      CASE WHEN seq % 100 = 0 THEN 'pending' WHEN seq % 7 = 0 THEN 'unsubscribed' ELSE 'active' END,
      1700000000000 - seq * 60000, 1700000000000 - seq * 60000
    FROM seq_1_to_50000`,
+  `INSERT INTO signup_days (day, feed, slot, signups)
+   SELECT d.seq, CONCAT('feed-', f.seq), s.seq, 3 FROM seq_19800_to_20164 d, seq_1_to_50 f, seq_0_to_7 s`,
   `INSERT INTO subscription_tokens (hash, subscription_id, purpose, created_at)
    SELECT CONCAT('tok-', id), id, 'confirm', created_at FROM subscriptions`,
   `INSERT INTO mail_outbox (kind, subscription_id, created_at, next_attempt_at, attempts, sent_at)

@@ -75,6 +75,9 @@ const seed = [
      CASE WHEN i % 100 = 0 THEN 'pending' WHEN i % 7 = 0 THEN 'unsubscribed' ELSE 'active' END,
      now() - i * interval '1 minute', now() - i * interval '1 minute'
    FROM generate_series(1, 50000) AS s(i)`,
+  `INSERT INTO signup_days (day, feed, slot, signups)
+   SELECT d, 'feed-' || f, s, 3 FROM generate_series(19800, 20164) AS d, generate_series(1, 50) AS f,
+     generate_series(0, 7) AS s`,
   `INSERT INTO subscription_tokens (hash, subscription_id, purpose, created_at)
    SELECT 'tok-' || id, id, 'confirm', created_at FROM subscriptions`,
   `INSERT INTO mail_outbox (kind, subscription_id, created_at, next_attempt_at, attempts, sent_at)

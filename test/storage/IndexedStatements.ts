@@ -79,7 +79,8 @@ export const captureMariaDb = (capture: Capture) => {
   }
 }
 
-// The tables that grow with the business: rows per transfer, request, subscriber or event. Clients, their
+// The tables that grow with the business: rows per transfer, request, subscriber or event, and per day and feed
+// (the signups' counts). Clients, their
 // endpoints and balances grow with the clients and merchants, not with the traffic; feeds, the service's secrets,
 // the rate limit buckets and the migrations' own table stay small.
 export const growing = new Set([
@@ -87,6 +88,7 @@ export const growing = new Set([
   "idempotency_keys",
   "refunds",
   "subscriptions",
+  "signup_days",
   "subscription_tokens",
   "mail_outbox",
   "events",

@@ -1,4 +1,5 @@
-// The storage contracts on PostgreSQL, plus what only shows with several connection pools on one database
+// PostgreSQL storage beyond the contracts (which run in IndexedStatements.postgres.test.ts): the rate limiter's
+// contract, its columns, and what only shows with several connection pools on one database
 // (as several app instances have): every test gets a database of its own, made from the `test` database and
 // dropped afterwards. Skipped, with the reason in the title, when POSTGRES_TESTS=off or no server answers.
 import { SqlClient } from "@effect/sql/SqlClient"
@@ -9,22 +10,15 @@ import { runMigrations } from "../../adapters/sql/Migrations.ts"
 import { ClientId, TransferId } from "../../core/payments/Transfer.ts"
 import { TransferStore } from "../../core/payments/TransferStore.ts"
 import { postgresEnabled, postgresSkipReason } from "../support/Postgres.ts"
-import { pgClient, pgStoresOn, tempDatabase, tempPgStores, tempPgWebhookStores } from "./PgStores.ts"
+import { pgClient, pgStoresOn, tempDatabase, tempPgStores } from "./PgStores.ts"
 import { rateLimiterStoreContract } from "./RateLimiterStore.contract.ts"
-import { withSqlRawRows } from "./RawRows.ts"
-import { refundStoreContract } from "./RefundStore.contract.ts"
-import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
-import { transferStoreContract } from "./TransferStore.contract.ts"
 import { transfer, twoPoolsSuite } from "./TwoPools.ts"
-import { webhookStoreContract } from "./WebhookStore.contract.ts"
 
 describe.skipIf(!postgresEnabled)(
   `PostgreSQL storage${postgresEnabled ? "" : ` (skipped: ${postgresSkipReason})`}`,
   () => {
-    subscriptionStoreContract("PostgreSQL", withSqlRawRows(tempPgStores))
-    transferStoreContract("PostgreSQL", withSqlRawRows(tempPgStores))
-    refundStoreContract("PostgreSQL", withSqlRawRows(tempPgStores))
-    webhookStoreContract("PostgreSQL", tempPgWebhookStores)
+    // The four storage contracts run once on PostgreSQL, in IndexedStatements.postgres.test.ts, which EXPLAINs
+    // every statement they issue.
     rateLimiterStoreContract(
       "PostgreSQL",
       () =>

@@ -14,11 +14,22 @@ import type { TransferStore } from "../../core/payments/TransferStore.ts"
 import { storesOver } from "../../core/shared/Stores.ts"
 import type { SubscriptionStore } from "../../core/subscriptions/SubscriptionStore.ts"
 import type { WebhookStore } from "../../core/webhooks/Webhooks.ts"
-import { createTestDatabase } from "../support/Postgres.ts"
+import { createTestDatabase, dropDatabaseSync, type TestDatabase } from "../support/Postgres.ts"
 
-// A new database that lives as long as the scope (dropped with FORCE, so a pool still open cannot keep it).
+// The app's migrations run once per test process, into a database each new one is copied from (a copy costs a
+// quarter of running them again); dropped when the process exits.
+let migrated: Promise<TestDatabase> | undefined
+const migratedTemplate = () =>
+  migrated ??= createTestDatabase().then(async (template) => {
+    process.once("exit", () => dropDatabaseSync(template.url))
+    await Effect.runPromise(Effect.scoped(Effect.provide(runMigrations, pgClient(template.url))))
+    return template
+  })
+
+// A new, migrated database that lives as long as the scope (dropped with FORCE, so a pool still open cannot keep
+// it).
 export const tempDatabase = Effect.acquireRelease(
-  Effect.promise(() => createTestDatabase()),
+  Effect.promise(async () => createTestDatabase((await migratedTemplate()).name)),
   (database) => Effect.promise(() => database.drop())
 )
 

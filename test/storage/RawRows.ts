@@ -10,6 +10,7 @@ export type Table =
   | "idempotency_keys"
   | "api_clients"
   | "subscriptions"
+  | "signup_days"
   | "mail_outbox"
   | "subscription_tokens"
   | "refunds"
@@ -56,6 +57,7 @@ const tableOf: Record<Table, (t: Tables) => Map<unknown, unknown>> = {
   idempotency_keys: (t) => t.keys,
   api_clients: (t) => t.clients,
   subscriptions: (t) => t.subscriptions,
+  signup_days: (t) => t.signupDays,
   mail_outbox: (t) => t.outbox,
   subscription_tokens: (t) => t.tokens,
   refunds: (t) => t.refunds,

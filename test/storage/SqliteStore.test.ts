@@ -7,11 +7,10 @@ import { fileURLToPath } from "node:url"
 import { SqliteDirect } from "../../adapters/sqlite/SqliteClient.ts"
 import { MailThrottle } from "../../core/subscriptions/Subscription.ts"
 import { runProcesses } from "./Processes.ts"
-import { withSqlRawRows } from "./RawRows.ts"
-import { subscriptionStoreContract } from "./SubscriptionStore.contract.ts"
-import { sqliteClient, sqliteStoreOn, tempDir, tempSqliteStore } from "./TempSqlite.ts"
+import { sqliteClient, sqliteStoreOn, tempDir } from "./TempSqlite.ts"
 
-subscriptionStoreContract("SQLite", withSqlRawRows(tempSqliteStore))
+// The storage contracts run once on SQLite, in IndexedStatements.sqlite.test.ts, which EXPLAINs every statement
+// they issue.
 
 const countRows = (table: "subscriptions" | "mail_outbox") =>
   Effect.flatMap(SqlClient, (sql) => sql<{ n: unknown }>`SELECT count(*) AS n FROM ${sql(table)}`).pipe(

@@ -7,16 +7,11 @@ import { IdempotencyKey, RequestHash } from "../../core/payments/Idempotency.ts"
 import { ClientId, Transfer, TransferId } from "../../core/payments/Transfer.ts"
 import { TransferStore } from "../../core/payments/TransferStore.ts"
 import { runProcesses } from "./Processes.ts"
-import { withSqlRawRows } from "./RawRows.ts"
-import { refundStoreContract } from "./RefundStore.contract.ts"
-import { sqliteTransferStoreOn, tempDir, tempSqliteTransferStore, tempSqliteWebhookStores } from "./TempSqlite.ts"
-import { transferStoreContract } from "./TransferStore.contract.ts"
+import { sqliteTransferStoreOn, tempDir, tempSqliteTransferStore } from "./TempSqlite.ts"
 import { transfer } from "./TwoPools.ts"
-import { webhookStoreContract } from "./WebhookStore.contract.ts"
 
-transferStoreContract("SQLite", withSqlRawRows(tempSqliteTransferStore))
-refundStoreContract("SQLite", withSqlRawRows(tempSqliteTransferStore))
-webhookStoreContract("SQLite", tempSqliteWebhookStores)
+// The storage contracts run once on SQLite, in IndexedStatements.sqlite.test.ts, which EXPLAINs every statement
+// they issue.
 
 // The amount column holds SQLite INTEGERs (so SUM adds integers, never floats), exact beyond 2^53 although
 // the driver would read them as rounded JS numbers; the adapter reads them as text.

@@ -647,13 +647,13 @@ export const subscriptionStoreContract = (
         yield* activeSubscription({ ...carol, feed: OtherFeed }, "carol", at(noon))
         yield* store.redeemToken(daveTokens.confirm.hash, "confirm", Event.Confirm(), at(noon + 5))
         yield* store.redeemToken(tokens.unsubscribe.hash, "unsubscribe", Event.Unsubscribe(), at(noon + 10))
-        // Ann's second signup changes her row: it is not a new one.
+        // Ann, who left, signs up again: a signup of that day (her row's created time stays).
         yield* store.subscribe({ ...ann, now: at(noon + 20) })
         const byDay = <R extends { day: number; kind: string }>(rows: ReadonlyArray<R>) =>
           [...rows].sort((x, y) => x.day - y.day || x.kind.localeCompare(y.kind))
-        assert.deepStrictEqual(byDay(yield* store.signupDays(startOf(day), startOf(day + 2))), [
+        assert.deepStrictEqual(byDay(yield* store.signupDays(day, day + 2)), [
           { day, kind: "signup", count: 2 },
-          { day: day + 1, kind: "signup", count: 1 }
+          { day: day + 1, kind: "signup", count: 2 }
         ])
         assert.deepStrictEqual(byDay(yield* store.eventDays(AdminOwner, startOf(day), startOf(day + 2))), [
           { day, kind: "subscription.confirmed", count: 1 },
@@ -661,7 +661,43 @@ export const subscriptionStoreContract = (
           { day: day + 1, kind: "subscription.unsubscribed", count: 1 }
         ])
         assert.deepStrictEqual(yield* store.eventDays("cl_other", startOf(day), startOf(day + 2)), [])
-        assert.deepStrictEqual(yield* store.signupDays(startOf(day + 2), startOf(day + 3)), [])
+        assert.deepStrictEqual(yield* store.signupDays(day + 2, day + 3), [])
+      })))
+
+    it.effect("a signup is counted on its day when an address starts to await confirmation, and outlives the purge", () =>
+      run(Effect.gen(function*() {
+        const store = yield* SubscriptionStore
+        yield* insertOtherFeed
+        const Day = 86_400_000
+        const day = Math.floor(T0 / Day)
+        const signups = Effect.map(
+          store.signupDays(day, day + 2),
+          (rows) => [...rows].sort((x, y) => x.day - y.day).map((r) => [r.day - day, r.count])
+        )
+        // Day 0: twelve new addresses (a server database spreads them over several rows), Ann among them, and
+        // Bob who confirms and leaves; Ann's second request, still pending, is not a new signup.
+        const many = Array.from({ length: 10 }, (_, i) => ({
+          ...ann,
+          name: SubscriberName.make(`P${i}`),
+          email: Email.make(`p${i}@example.com`),
+          feed: i % 2 === 0 ? DefaultFeed : OtherFeed
+        }))
+        for (const who of many) yield* store.subscribe({ ...who, now: t0 })
+        yield* store.subscribe({ ...ann, now: t0 })
+        yield* store.subscribe({ ...ann, now: at(1) })
+        const { tokens } = yield* activeSubscription(bob, "bob", at(2))
+        yield* store.redeemToken(tokens.unsubscribe.hash, "unsubscribe", Event.Unsubscribe(), at(3))
+        assert.deepStrictEqual(yield* signups, [[0, 12]])
+        // Day 1: Bob comes back (counted again), and P0, confirmed meanwhile, asks again (not counted).
+        yield* store.subscribe({ ...bob, now: at(Day) })
+        const p0 = yield* activeSubscription(many[0]!, "p0", at(Day + 1))
+        assert.strictEqual(p0.subscription.status, "active")
+        yield* store.subscribe({ ...many[0]!, now: at(Day + 2) })
+        assert.deepStrictEqual(yield* signups, [[0, 12], [1, 1]])
+        // The purge deletes every signup never confirmed: the counts stay.
+        assert.strictEqual(yield* store.purgePending(at(10 * Day), 100), 11)
+        assert.strictEqual(yield* count("subscriptions"), 1)
+        assert.deepStrictEqual(yield* signups, [[0, 12], [1, 1]])
       })))
 
     describe("the list owner's views", () => {

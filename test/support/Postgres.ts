@@ -91,13 +91,14 @@ export interface TestDatabase {
   readonly drop: () => Promise<void>
 }
 
-// A new, empty database (the app's migrations make its tables).
-export const createTestDatabase = async (): Promise<TestDatabase> => {
+// A new database: empty (the app's migrations make its tables), or a copy of `template`, a test database no one
+// is connected to.
+export const createTestDatabase = async (template = "template0"): Promise<TestDatabase> => {
   const name = `${prefix}${process.pid}_${Date.now().toString(36)}_${randomBytes(4).toString("hex")}`
   await withClient(adminUrl, async (client) => {
     await sweepOrphans(client)
     // template0: nothing anyone added to template1, and no conflict with a session connected to it.
-    await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)} TEMPLATE template0`)
+    await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)} TEMPLATE ${pg.escapeIdentifier(template)}`)
   })
   let dropped: Promise<void> | undefined
   return {
