@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { DateTime, Effect, Layer } from "effect"
-import { WebhookStore } from "../../core/webhooks/Webhooks.ts"
+import { KeptAttempts, WebhookStore } from "../../core/webhooks/Webhooks.ts"
 import { deliveryOf, make as makeSqlWebhookStore, targetOf } from "../sql/SqlWebhookStore.ts"
 import { transactionOn } from "./MariaDbClient.ts"
 import { claim, first, wrote } from "./MariaDbUnitOfWork.ts"
@@ -15,6 +15,10 @@ export const layer = Layer.effect(
   Effect.gen(function*() {
     const base = yield* makeSqlWebhookStore
     const sql = yield* SqlClient
+    // An attempt's slot (adapters/sql/AttemptMigration.ts), written over by the attempt KeptAttempts after it.
+    const slot = sql.literal(`(attempts - 1) % ${KeptAttempts}`)
+    const overwrite = sql.literal(`ON DUPLICATE KEY UPDATE attempt = VALUES(attempt),
+      attempted_at = VALUES(attempted_at), status = VALUES(status), failure = VALUES(failure)`)
     return WebhookStore.of({
       ...base,
       setSecret: (owner, id, secret) =>
@@ -44,10 +48,37 @@ export const layer = Layer.effect(
               FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
               WHERE ${sql.in("d.id", due.map((d) => d.id))} ORDER BY d.id`
         )).pipe(Effect.map((rows) => rows.map(deliveryOf)), Effect.orDie),
-      delivered: (ids, now) =>
-        ids.length === 0 ? Effect.void : Effect.orDie(sql`UPDATE webhook_deliveries
-          SET delivered_at = ${at(now)}, attempts = attempts + 1, last_error = NULL
-          WHERE ${sql.in("id", ids)} AND delivered_at IS NULL`)
+      // The mark, then its attempts' rows, each numbered by the count the mark left: the rows it marked are those
+      // delivered at this very time (the mark holds their locks until the commit).
+      delivered: (answers, now) => {
+        if (answers.length === 0) return Effect.void
+        const ids = answers.map((a) => a.id)
+        const status = sql.literal(
+          `CASE id ${answers.map((a) => `WHEN ${Number(a.id)} THEN ${Number(a.status)}`).join(" ")} END`
+        )
+        return Effect.orDie(
+          transactionOn(sql)(Effect.zipRight(
+            sql`UPDATE webhook_deliveries SET delivered_at = ${at(now)}, attempts = attempts + 1, last_error = NULL
+            WHERE ${sql.in("id", ids)} AND delivered_at IS NULL`,
+            sql`INSERT INTO webhook_attempts (delivery_id, slot, attempt, attempted_at, status)
+            SELECT id, ${slot}, attempts, ${at(now)}, ${status} FROM webhook_deliveries
+            WHERE ${sql.in("id", ids)} AND delivered_at = ${at(now)} ${overwrite}`
+          ))
+        )
+      },
+      failed: (id, next, reason, attempt) =>
+        Effect.orDie(
+          transactionOn(sql)(Effect.flatMap(
+            wrote(sql`UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ${at(next)},
+            last_error = ${reason.slice(0, 500)} WHERE id = ${id} AND delivered_at IS NULL`),
+            (marked) =>
+              marked
+                ? sql`INSERT INTO webhook_attempts (delivery_id, slot, attempt, attempted_at, status, failure)
+                SELECT id, ${slot}, attempts, ${at(attempt.at)}, ${attempt.status ?? null}, ${attempt.failure ?? null}
+                FROM webhook_deliveries WHERE id = ${id} ${overwrite}`
+                : Effect.void
+          ))
+        )
     })
   })
 )

@@ -8,7 +8,7 @@ import { DefaultFeed, Feed } from "../../core/subscriptions/Feed.ts"
 import type { Subscription } from "../../core/subscriptions/Subscription.ts"
 import type { TokenPurpose } from "../../core/subscriptions/Token.ts"
 import type { NewEvent } from "../../core/webhooks/Events.ts"
-import type { WebhookEndpoint } from "../../core/webhooks/Webhooks.ts"
+import type { AttemptState, WebhookEndpoint } from "../../core/webhooks/Webhooks.ts"
 
 // The tables of the in-memory storage adapters: one process's memory, for tests and trials. Rows are
 // immutable values (a change sets a new row), so that a snapshot of the maps is a snapshot of the data and a
@@ -54,6 +54,8 @@ export interface Tables {
     readonly deliveredAt?: DateTime.Utc
     readonly attempts: number
     readonly lastError?: string
+    // Its attempts, oldest first (the SQL stores' webhook_attempts): they go with the delivery.
+    readonly history?: ReadonlyArray<AttemptState>
   }>
   // Secrets the service keeps for itself (ServiceSecrets), by name.
   secrets: Map<string, string>

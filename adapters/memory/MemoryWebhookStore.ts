@@ -1,5 +1,11 @@
 import { DateTime, Effect, Layer, Option } from "effect"
-import { type EndpointId, type EventId, type StoredEvent, WebhookStore } from "../../core/webhooks/Webhooks.ts"
+import {
+  type EndpointId,
+  type EventId,
+  KeptAttempts,
+  type StoredEvent,
+  WebhookStore
+} from "../../core/webhooks/Webhooks.ts"
 import { atomically, MemoryDatabase, millis, newestFirst } from "./MemoryDatabase.ts"
 
 // The webhook store in memory, over MemoryDatabase's tables: the events the other memory stores write, their
@@ -100,6 +106,7 @@ export const layer = Layer.effect(
                 endpointId: d.endpointId as EndpointId,
                 url: t.endpoints.get(d.endpointId)?.url ?? "",
                 attempts: d.attempts,
+                history: d.history ?? [],
                 deliveredAt: d.deliveredAt,
                 nextAttemptAt: d.deliveredAt === undefined ? d.nextAttemptAt : undefined,
                 lastError: d.lastError
@@ -142,20 +149,33 @@ export const layer = Layer.effect(
             }
           })
         ),
-      delivered: (ids, now) =>
+      delivered: (answers, now) =>
         run(() => {
-          for (const id of ids) {
+          for (const { id, status } of answers) {
             const d = t.deliveries.get(id)
             if (d === undefined || d.deliveredAt !== undefined) continue
             const { lastError: _, ...rest } = d
-            t.deliveries.set(id, { ...rest, deliveredAt: now, attempts: d.attempts + 1 })
+            const attempt = { attempt: d.attempts + 1, at: now, status, failure: undefined }
+            t.deliveries.set(id, {
+              ...rest,
+              deliveredAt: now,
+              attempts: attempt.attempt,
+              history: [...d.history ?? [], attempt].slice(-KeptAttempts)
+            })
           }
         }),
-      failed: (id, next, reason) =>
+      failed: (id, next, reason, { at, failure, status }) =>
         run(() => {
           const d = t.deliveries.get(id)
           if (d === undefined || d.deliveredAt !== undefined) return
-          t.deliveries.set(id, { ...d, attempts: d.attempts + 1, nextAttemptAt: next, lastError: reason.slice(0, 500) })
+          const attempt = { attempt: d.attempts + 1, at, status, failure }
+          t.deliveries.set(id, {
+            ...d,
+            attempts: attempt.attempt,
+            nextAttemptAt: next,
+            lastError: reason.slice(0, 500),
+            history: [...d.history ?? [], attempt].slice(-KeptAttempts)
+          })
         }),
       endpointRecovered: (id) =>
         run(() => {

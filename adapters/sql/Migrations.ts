@@ -1,6 +1,7 @@
 import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, Duration, Effect } from "effect"
+import { m0017_webhook_attempts } from "./AttemptMigration.ts"
 import { m0010_balances } from "./BalanceMigration.ts"
 import { m0015_chart_indexes } from "./ChartMigration.ts"
 import { Dialect } from "./Dialect.ts"
@@ -320,6 +321,7 @@ export const migrations = Migrator.fromRecord({
   "0014_outbox_sent": m0014_outbox_sent,
   "0015_chart_indexes": m0015_chart_indexes,
   "0016_event_subjects": m0016_event_subjects,
+  "0017_webhook_attempts": m0017_webhook_attempts,
   "0018_signup_days": m0018_signup_days,
   "0019_pending_purge": m0019_pending_purge
 })

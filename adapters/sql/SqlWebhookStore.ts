@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { DateTime, Effect, Option } from "effect"
 import {
+  type AttemptState,
   type Delivery,
   type EndpointId,
   type StoredEvent,
@@ -12,8 +13,9 @@ import { Dialect, millisOf, olderThan } from "./Dialect.ts"
 // Endpoints, events and deliveries, on @effect/sql for both databases: nothing here is on a request's hot
 // path (events are written by the transfer and subscription stores, on theirs). What the delivery worker runs
 // for every batch (the endpoint's target, the claim, the mark) each database has as direct statements of its
-// own: adapters/sqlite/SqliteWebhookStore.ts and adapters/postgres/PgWebhookStore.ts.
-export type PerDatabase = "target" | "claim" | "delivered"
+// own: adapters/sqlite/SqliteWebhookStore.ts and adapters/postgres/PgWebhookStore.ts. Each mark of an attempt
+// (delivered, failed) writes the attempt's row in the same transaction (one statement on PostgreSQL).
+export type PerDatabase = "target" | "claim" | "delivered" | "failed"
 
 const utc = (value: unknown) => DateTime.unsafeMake(millisOf(value))
 const utcOrUndefined = (value: unknown) => (value === null || value === undefined ? undefined : utc(value))
@@ -43,6 +45,12 @@ export const deliveryOf = (row: any): Delivery => ({
   eventId: row.event_id,
   attempts: Number(row.attempts),
   body: row.body
+})
+const attemptOf = (row: any): AttemptState => ({
+  attempt: Number(row.attempt),
+  at: utc(row.attempted_at),
+  status: row.status === null ? undefined : Number(row.status),
+  failure: row.failure ?? undefined
 })
 const eventOf = (row: any): StoredEvent => ({
   id: row.id,
@@ -114,15 +122,19 @@ export const make = Effect.gen(function*() {
           WHERE owner = ${owner} AND subject = ${subject} ORDER BY created_at DESC, id DESC LIMIT ${limit}`)
           .map(eventOf)
         if (events.length === 0) return []
-        const rows = yield* sql`SELECT d.event_id, d.endpoint_id, e.url, d.attempts, d.delivered_at, d.next_attempt_at,
-          d.last_error FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+        const rows = yield* sql`SELECT d.id, d.event_id, d.endpoint_id, e.url, d.attempts, d.delivered_at,
+          d.next_attempt_at, d.last_error FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
           WHERE ${sql.in("d.event_id", events.map((e) => e.id))} ORDER BY d.id`
+        const attempts = rows.length === 0 ? [] : yield* sql`SELECT delivery_id, attempt, attempted_at, status, failure
+          FROM webhook_attempts WHERE ${sql.in("delivery_id", rows.map((r: any) => r.id))}
+          ORDER BY delivery_id, attempt`
         return events.map((event) => ({
           event,
           deliveries: rows.filter((r: any) => r.event_id === event.id).map((r: any) => ({
             endpointId: r.endpoint_id,
             url: r.url,
             attempts: Number(r.attempts),
+            history: attempts.filter((a: any) => Number(a.delivery_id) === Number(r.id)).map(attemptOf),
             deliveredAt: utcOrUndefined(r.delivered_at),
             nextAttemptAt: r.delivered_at === null ? utcOrUndefined(r.next_attempt_at) : undefined,
             lastError: r.last_error ?? undefined
@@ -140,9 +152,6 @@ export const make = Effect.gen(function*() {
         AND EXISTS (SELECT 1 FROM webhook_deliveries d
           WHERE d.endpoint_id = e.id AND d.delivered_at IS NULL AND d.next_attempt_at <= ${at(now)})
         LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map((r) => r.id)), Effect.orDie),
-    failed: (id, next, reason) =>
-      Effect.orDie(sql`UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ${at(next)},
-        last_error = ${reason.slice(0, 500)} WHERE id = ${id} AND delivered_at IS NULL`),
     endpointRecovered: (id) =>
       Effect.orDie(sql`UPDATE webhook_endpoints SET failing_since = NULL, retry_at = NULL, last_error = NULL
         WHERE id = ${id}`),

@@ -1,6 +1,6 @@
 import { DateTime, Effect, Layer, Option } from "effect"
 import type { EndpointId } from "../../core/webhooks/Webhooks.ts"
-import { WebhookStore } from "../../core/webhooks/Webhooks.ts"
+import { KeptAttempts, WebhookStore } from "../../core/webhooks/Webhooks.ts"
 import { deliveryOf, make as makeSqlWebhookStore, targetOf } from "../sql/SqlWebhookStore.ts"
 import { type DirectSql, SqliteDirect } from "./SqliteClient.ts"
 
@@ -21,7 +21,14 @@ const due = `SELECT d.id, d.event_id, d.attempts, e.body FROM webhook_deliveries
   ORDER BY d.next_attempt_at, d.id LIMIT ?`
 const lease = `UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ?`
 const delivered = `UPDATE webhook_deliveries SET delivered_at = ?, attempts = attempts + 1, last_error = NULL
-  WHERE id = ? AND delivered_at IS NULL`
+  WHERE id = ? AND delivered_at IS NULL RETURNING attempts`
+const failed = `UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ?, last_error = ?
+  WHERE id = ? AND delivered_at IS NULL RETURNING attempts`
+// The attempt a mark above made, numbered by the count it returned, in its slot (adapters/sql/AttemptMigration.ts)
+// over the attempt KeptAttempts before it.
+const attempt = `INSERT INTO webhook_attempts (delivery_id, slot, attempt, attempted_at, status, failure)
+  VALUES (?, (? - 1) % ${KeptAttempts}, ?, ?, ?, ?) ON CONFLICT (delivery_id, slot) DO UPDATE SET attempt = excluded.attempt,
+  attempted_at = excluded.attempted_at, status = excluded.status, failure = excluded.failure`
 
 export const layer = Layer.effect(
   WebhookStore,
@@ -43,9 +50,27 @@ export const layer = Layer.effect(
             return delivery
           })
         ),
-      delivered: (ids, now) =>
-        ids.length === 0 ? Effect.void : transaction((db) => {
-          for (const id of ids) db.run(delivered, [millis(now), id])
+      delivered: (answers, now) =>
+        answers.length === 0 ? Effect.void : transaction((db) => {
+          for (const { id, status } of answers) {
+            const marked = db.get<{ attempts: number }>(delivered, [millis(now), id])
+            if (marked !== undefined) {
+              db.run(attempt, [id, marked.attempts, marked.attempts, millis(now), status, null])
+            }
+          }
+        }),
+      failed: (id, next, reason, a) =>
+        transaction((db) => {
+          const marked = db.get<{ attempts: number }>(failed, [millis(next), reason.slice(0, 500), id])
+          if (marked === undefined) return
+          db.run(attempt, [
+            id,
+            marked.attempts,
+            marked.attempts,
+            millis(a.at),
+            a.status ?? null,
+            a.failure ?? null
+          ])
         })
     })
   })

@@ -4,7 +4,7 @@ import { Worker } from "node:worker_threads"
 import { MailDeliveryFailed } from "../../core/subscriptions/Errors.ts"
 import { type Mail, Mailer } from "../../core/subscriptions/Mailer.ts"
 import { MailReceipts, type MailReceiptsShape } from "../../core/subscriptions/MailReceipts.ts"
-import { type SignedRequest, WebhookSender } from "../../core/webhooks/Webhooks.ts"
+import { type Answer, type SignedRequest, WebhookSender } from "../../core/webhooks/Webhooks.ts"
 import { make as makeHttpWebhookSender, type WebhookSenderOptions } from "../webhook/HttpWebhookSender.ts"
 import { openReceiptFile } from "./ReceiptFile.ts"
 
@@ -39,8 +39,8 @@ export type Job =
 export type Reply =
   | { readonly n: number; readonly ok: true }
   | { readonly n: number; readonly ok: false; readonly reason: string; readonly permanent: boolean }
-  // A webhook round's: why each request failed, in order (undefined for a 2xx).
-  | { readonly n: number; readonly ok: true; readonly reasons: ReadonlyArray<string | undefined> }
+  // A webhook round's: each request's Answer, in order (core/webhooks/Webhooks.ts).
+  | { readonly n: number; readonly ok: true; readonly answers: ReadonlyArray<Answer> }
 export type Status = { readonly ready: true } | { readonly ready: false; readonly error: string }
 // Jobs and replies travel in arrays (a batch per message); the status is the thread's first message.
 
@@ -192,7 +192,9 @@ const make = (options: DeliveryThreadOptions) =>
       // A round is one job, answered once: the thread sends its requests at once.
       send: (requests) =>
         Effect.map(run((n) => ({ n, kind: "webhooks", requests })), (reply) =>
-          "reasons" in reply ? reply.reasons : requests.map(() => reply.ok ? undefined : reply.reason))
+          "answers" in reply
+            ? reply.answers
+            : requests.map(() => reply.ok ? "no answer from the delivery thread" : reply.reason))
     })
     return { mailer, webhookSender, receipts } as const
   })

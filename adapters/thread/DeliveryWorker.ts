@@ -55,7 +55,7 @@ smtp.then(
   (mailer) => {
     const send = (job: Job): Promise<Reply> => {
       if (job.kind === "webhooks") {
-        return webhooks.send(job.requests).then((reasons) => ({ n: job.n, ok: true, reasons }))
+        return webhooks.send(job.requests).then((answers) => ({ n: job.n, ok: true, answers }))
       }
       if (mailer === undefined) {
         return Promise.resolve(outcome(job.n, { reason: "this thread sends no mail", permanent: false }))

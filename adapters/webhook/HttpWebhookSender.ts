@@ -3,7 +3,13 @@ import { createHmac } from "node:crypto"
 import { lookup as lookupCallback } from "node:dns"
 import { lookup } from "node:dns/promises"
 import { isIP, type LookupFunction } from "node:net"
-import { SecretPrefix, type SignedRequest, UrlRefused, WebhookSender } from "../../core/webhooks/Webhooks.ts"
+import {
+  type Answer,
+  SecretPrefix,
+  type SignedRequest,
+  UrlRefused,
+  WebhookSender
+} from "../../core/webhooks/Webhooks.ts"
 import { makePostClient } from "./PostClient.ts"
 import { hostOf, isLocalName, isPublicAddress } from "./PublicAddress.ts"
 
@@ -53,13 +59,13 @@ const causeOf = (e: unknown): string => {
 export interface WebhookDelivery {
   // Why the URL is refused, or undefined.
   readonly refusal: (raw: string) => Promise<string | undefined>
-  // Sends the requests at once (a round of one endpoint's deliveries): why each failed, in order, or undefined
-  // for a 2xx. Each URL is checked and resolved once per round. Never rejects; an aborted `signal` abandons the requests and
+  // Sends the requests at once (a round of one endpoint's deliveries): each one's Answer, in order (the status
+  // it was answered with, or why there was none). Each URL is checked and resolved once per round. Never rejects; an aborted `signal` abandons the requests and
   // leaves the promise pending.
   readonly send: (
     requests: ReadonlyArray<SignedRequest>,
     signal?: AbortSignal
-  ) => Promise<ReadonlyArray<string | undefined>>
+  ) => Promise<ReadonlyArray<Answer>>
 }
 
 export const makeDelivery = (options: WebhookSenderOptions): WebhookDelivery => {
@@ -99,16 +105,12 @@ export const makeDelivery = (options: WebhookSenderOptions): WebhookDelivery => 
     return literal ? `refused: ${privateRefusal}` : url
   }
   // Redirects are not followed: a 3xx is an answer like any other non-2xx.
-  const post = (request: SignedRequest, url: URL, signal?: AbortSignal): Promise<string | undefined> => {
+  const post = (request: SignedRequest, url: URL, signal?: AbortSignal): Promise<Answer> => {
     const signature = sign(request.secret, request.id, request.timestamp, request.body)
     const headers = "content-type: application/json\r\nuser-agent: paysub-webhooks/1\r\n" +
       `webhook-id: ${request.id}\r\nwebhook-timestamp: ${request.timestamp}\r\nwebhook-signature: v1,${signature}\r\n`
     return client.post(url, headers, request.body, signal).then((outcome) =>
-      "error" in outcome
-        ? outcome.error
-        : outcome.status >= 200 && outcome.status < 300
-        ? undefined
-        : `HTTP ${outcome.status}`
+      "error" in outcome ? outcome.error : outcome.status
     )
   }
 
@@ -139,8 +141,8 @@ export const make = (options: WebhookSenderOptions) => {
         (reason) => reason === undefined ? Effect.void : Effect.fail(new UrlRefused({ reason }))
       ),
     send: (requests) =>
-      Effect.async<ReadonlyArray<string | undefined>>((resume, signal) => {
-        delivery.send(requests, signal).then((reasons) => resume(Effect.succeed(reasons)))
+      Effect.async<ReadonlyArray<Answer>>((resume, signal) => {
+        delivery.send(requests, signal).then((answers) => resume(Effect.succeed(answers)))
       })
   })
 }

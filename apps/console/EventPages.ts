@@ -1,5 +1,12 @@
 import { escapeHtml as escape } from "../../core/subscriptions/ConfirmationMail.ts"
-import type { DeliveryState, EventDeliveries, StoredEvent, WebhookEndpoint } from "../../core/webhooks/Webhooks.ts"
+import {
+  type AttemptState,
+  type DeliveryState,
+  EndpointFailing,
+  type EventDeliveries,
+  type StoredEvent,
+  type WebhookEndpoint
+} from "../../core/webhooks/Webhooks.ts"
 import { consolePage, csrfField, type SignedIn, time } from "./ConsolePage.ts"
 
 // The merchant's events, newest first, each with a form that sends it again to one of the merchant's endpoints.
@@ -70,8 +77,8 @@ delivery and retries.</p>
   )
 
 // A transfer's events (its refunds' included) on its page, each with its deliveries: the endpoint, the attempts
-// made, and when it was delivered or, until then, when it is tried next and why the last attempt failed (the
-// receiver's status code, or what the network did).
+// made, when it was delivered or, until then, when it is tried next and why the last attempt failed, and each
+// attempt kept, oldest first: its time and the receiver's status code, or what the network did.
 const deliveryState = (d: DeliveryState) =>
   d.deliveredAt !== undefined
     ? `delivered ${time(d.deliveredAt)}`
@@ -79,19 +86,51 @@ const deliveryState = (d: DeliveryState) =>
       d.nextAttemptAt === undefined ? "" : `; next attempt ${time(d.nextAttemptAt)}`
     }`
 
+// Why there was no answer, in words, for the failures the sender names by a code (adapters/webhook/PostClient.ts
+// passes on the network's error codes); any other as it is kept.
+const failureWords: Record<string, string> = {
+  ECONNREFUSED: "connection refused",
+  ECONNRESET: "connection reset",
+  EPIPE: "connection reset",
+  ETIMEDOUT: "time-out connecting",
+  ENOTFOUND: "host not found",
+  EAI_AGAIN: "host name lookup failed",
+  EHOSTUNREACH: "host unreachable",
+  ENETUNREACH: "network unreachable",
+  EPRIVATEADDRESS: "refused: the host resolves to a private address",
+  [EndpointFailing]: "not sent: the endpoint was failing"
+}
+const outcome = (a: AttemptState) =>
+  a.status !== undefined
+    ? `HTTP ${a.status}`
+    : a.failure === undefined
+    ? ""
+    : /^no answer within /.test(a.failure)
+    ? `time-out (${escape(a.failure)})`
+    : escape(failureWords[a.failure] ?? a.failure)
+
+const history = (d: DeliveryState) =>
+  d.history.length === 0
+    ? ""
+    : `<ol class="attempts" start="${d.history[0]!.attempt}">${
+      d.history.map((a) => `<li>${time(a.at)} ${outcome(a)}</li>`).join("")
+    }</ol>`
+
 export const transferEvents = (events: ReadonlyArray<EventDeliveries>, limit: number) =>
   events.length === 0
     ? "<p>No events.</p>"
-    : `<table><caption>Events and their webhook deliveries, newest first</caption>
-<thead><tr><th scope="col">Event</th><th scope="col">Type</th><th scope="col">Time</th><th scope="col">Endpoint</th><th scope="col">Attempts</th><th scope="col">State</th></tr></thead>
+    : `<table><caption>Events and their webhook deliveries, newest first; each delivery's attempts oldest first</caption>
+<thead><tr><th scope="col">Event</th><th scope="col">Type</th><th scope="col">Time</th><th scope="col">Endpoint</th><th scope="col">Attempts</th><th scope="col">State</th><th scope="col">Each attempt</th></tr></thead>
 <tbody>
 ${
       events.flatMap(({ deliveries, event: e }) => {
         const head = `<td><code>${e.id}</code></td><td>${e.type}</td><td>${time(e.createdAt)}</td>`
         return deliveries.length === 0
-          ? [`<tr>${head}<td colspan="3">No endpoint asked for it.</td></tr>`]
+          ? [`<tr>${head}<td colspan="4">No endpoint asked for it.</td></tr>`]
           : deliveries.map((d) =>
-            `<tr>${head}<td>${escape(d.url)}</td><td>${d.attempts}</td><td>${deliveryState(d)}</td></tr>`
+            `<tr>${head}<td>${escape(d.url)}</td><td>${d.attempts}</td><td>${deliveryState(d)}</td><td>${
+              history(d)
+            }</td></tr>`
           )
       }).join("\n")
     }

@@ -3,10 +3,15 @@ import { afterFailure, attemptsAllowed, type DestinationFailure } from "../share
 import { type HeldClaims, makeHeldClaims } from "../shared/HeldClaims.ts"
 import { makeStorageBackoff } from "../shared/StorageBackoff.ts"
 import {
+  type Answer,
   type Delivery,
   disabledReason,
+  EndpointFailing,
   type EndpointId,
   type EndpointTarget,
+  failedAttempt,
+  failureOf,
+  isDelivered,
   WebhookSender,
   WebhookStore
 } from "./Webhooks.ts"
@@ -53,9 +58,8 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
       failure?: DestinationFailure
     }
     // Read through a function: the field changes while a pass waits, which narrowing cannot know.
-    const failureOf = (lane: Lane): DestinationFailure | undefined => lane.failure
+    const laneFailure = (lane: Lane): DestinationFailure | undefined => lane.failure
     const newLane = Effect.map(Effect.makeSemaphore(PerEndpoint), (slots): Lane => ({ slots, successes: 0 }))
-    const EndpointFailing = "endpoint failing"
 
     const markFailing = (lane: Lane, endpoint: EndpointId, failingSince: DateTime.Utc | undefined, reason: string) =>
       Effect.gen(function*() {
@@ -70,17 +74,23 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
         yield* Effect.logWarning("webhook endpoint failing", { endpoint, reason, disabled: failure.giveUp })
       })
 
-    // One round: why each of `deliveries` failed (undefined: sent and marked delivered), or EndpointFailing for
-    // each when the endpoint failed before the round started.
+    // The status each delivery the receiver accepted was answered with, until it is marked (a pass that fails
+    // leaves it to the next, which marks it): kept by the held Delivery itself, so it goes when the claim does.
+    const acceptedWith = new WeakMap<Delivery, number>()
+
+    // One round: when its answers came, and each delivery's Answer (undefined: delivered, and marked so with its
+    // attempt), or EndpointFailing for each when the endpoint failed before the round started.
     const round = (
       lane: Lane,
       endpoint: EndpointId,
       target: EndpointTarget,
       deliveries: ReadonlyArray<Delivery>,
       held: HeldClaims<Delivery, number>
-    ): Effect.Effect<ReadonlyArray<string | undefined>> =>
+    ): Effect.Effect<{ readonly at: DateTime.Utc; readonly answers: ReadonlyArray<Answer | undefined> }> =>
       lane.slots.withPermits(deliveries.length)(Effect.suspend(() => {
-        if (lane.failure !== undefined) return Effect.succeed(deliveries.map(() => EndpointFailing))
+        if (lane.failure !== undefined) {
+          return Effect.map(DateTime.now, (at) => ({ at, answers: deliveries.map(() => EndpointFailing) }))
+        }
         const successesBefore = lane.successes
         return Effect.flatMap(DateTime.now, (now) => {
           const timestamp = Math.floor(DateTime.toEpochMillis(now) / 1000)
@@ -91,22 +101,32 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
             timestamp,
             body: d.body
           })))
-        }).pipe(Effect.tap((reasons) => {
-          const sent = deliveries.filter((_, i) => reasons[i] === undefined).map((d) => d.id)
-          const failed = reasons.find((r) => r !== undefined)
-          // Marked delivered as soon as the receiver accepted the round (the SQLite group commit joins these
-          // transactions), so a crash re-sends only the rounds in flight.
-          if (sent.length > 0) {
-            lane.successes += sent.length
-            held.accepted(sent)
-            return Effect.flatMap(DateTime.now, (at) => store.delivered(sent, at)).pipe(
-              Effect.tap(() => held.done(sent))
-            )
-          }
-          return lane.successes === successesBefore && failed !== undefined
-            ? markFailing(lane, endpoint, target.failingSince, failed)
-            : Effect.void
-        }))
+        }).pipe(Effect.flatMap((answers) =>
+          Effect.gen(function*() {
+            const at = yield* DateTime.now
+            const sent = deliveries.flatMap((d, i) => {
+              const answer = answers[i]!
+              return isDelivered(answer) ? [{ id: d.id, status: answer }] : []
+            })
+            const failed = answers.find((a) => !isDelivered(a))
+            // Marked delivered as soon as the receiver accepted the round (the SQLite group commit joins these
+            // transactions), so a crash re-sends only the rounds in flight.
+            if (sent.length > 0) {
+              lane.successes += sent.length
+              deliveries.forEach((d, i) => {
+                const answer = answers[i]!
+                if (isDelivered(answer)) acceptedWith.set(d, answer)
+              })
+              const ids = sent.map((d) => d.id)
+              held.accepted(ids)
+              yield* store.delivered(sent, at)
+              held.done(ids)
+            } else if (lane.successes === successesBefore && failed !== undefined) {
+              yield* markFailing(lane, endpoint, target.failingSince, failureOf(failed))
+            }
+            return { at, answers: answers.map((a) => isDelivered(a) ? undefined : a) }
+          })
+        ))
       }))
 
     // One pass of an endpoint's lane: false when it has nothing (more) to do now. Only a pass that `probes` tries
@@ -125,14 +145,17 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
         if (failing && !probes) return false
         // What a failed pass left is taken up first: deliveries the receiver accepted already are only marked.
         const resumed = held.take(now, attemptsAllowed(failing, Batch))
-        const marked = resumed.filter((c) => c.accepted).map((c) => c.item.id)
+        const marked = resumed.filter((c) => c.accepted).map((c) => ({
+          id: c.item.id,
+          status: acceptedWith.get(c.item)!
+        }))
         const due = resumed.length > 0
           ? resumed.filter((c) => !c.accepted).map((c) => c.item)
           : yield* store.claim(endpoint, now, DateTime.addDuration(now, DeliveryLease), attemptsAllowed(failing, Batch))
         if (resumed.length === 0) held.hold(due, DateTime.addDuration(now, DeliveryLease))
         return yield* Effect.onError(
           finish(lane, endpoint, target.value, held, marked, due),
-          () => Effect.sync(() => held.release([...marked, ...due.map((d) => d.id)]))
+          () => Effect.sync(() => held.release([...marked.map((d) => d.id), ...due.map((d) => d.id)]))
         )
       })
 
@@ -141,13 +164,13 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
       endpoint: EndpointId,
       target: EndpointTarget,
       held: HeldClaims<Delivery, number>,
-      marked: ReadonlyArray<number>,
+      marked: ReadonlyArray<{ readonly id: number; readonly status: number }>,
       due: ReadonlyArray<Delivery>
     ) =>
       Effect.gen(function*() {
         if (marked.length > 0) {
           yield* store.delivered(marked, yield* DateTime.now)
-          held.done(marked)
+          held.done(marked.map((d) => d.id))
         }
         if (due.length === 0) return marked.length > 0
         const { failingSince } = target
@@ -157,17 +180,24 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
           { length: Math.ceil(due.length / size) },
           (_, i) => due.slice(i * size, (i + 1) * size)
         )
-        const reasons = (yield* Effect.forEach(rounds, (r) => round(lane, endpoint, target, r, held))).flat()
-        if (failingSince !== undefined && reasons.includes(undefined)) yield* store.endpointRecovered(endpoint)
-        // A failed delivery is due when its endpoint is tried again: the backlog moves with the endpoint.
+        const outcomes = (yield* Effect.forEach(rounds, (r) => round(lane, endpoint, target, r, held)))
+          .flatMap(({ answers, at }) => answers.map((answer) => ({ answer, at })))
+        if (failingSince !== undefined && outcomes.some((o) => o.answer === undefined)) {
+          yield* store.endpointRecovered(endpoint)
+        }
+        // A failed delivery is due when its endpoint is tried again: the backlog moves with the endpoint. Its
+        // attempt is recorded with the time of its round's answers.
         const done = yield* DateTime.now
-        const failure = failureOf(lane)
+        const failure = laneFailure(lane)
         const nextAttempt = failure?.retryAt ?? done
-        const failed = (r: string | undefined, i: number) =>
-          r === undefined
+        const failed = ({ answer, at }: { answer: Answer | undefined; at: DateTime.Utc }, i: number) =>
+          answer === undefined
             ? Effect.void
-            : Effect.tap(store.failed(due[i]!.id, nextAttempt, r), () => held.done([due[i]!.id]))
-        yield* Effect.forEach(reasons, failed, { discard: true })
+            : Effect.tap(
+              store.failed(due[i]!.id, nextAttempt, failureOf(answer), failedAttempt(at, answer)),
+              () => held.done([due[i]!.id])
+            )
+        yield* Effect.forEach(outcomes, failed, { discard: true })
         return failure === undefined
       })
 

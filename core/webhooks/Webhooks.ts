@@ -47,12 +47,54 @@ export interface StoredEvent {
   readonly body: string
 }
 
-// One delivery of an event as its owner reads it: to which endpoint, how many attempts so far, and when it was
-// delivered or, until then, when it is tried next and why the last attempt failed.
+// What a receiver answered a request with: its HTTP status, or why there was no answer to read (a time-out, a
+// refused or reset connection, a refused address, an answer that could not be read). Never the answer's body.
+export type Answer = number | string
+
+// Delivered: a 2xx answer.
+export const isDelivered = (answer: Answer): answer is number =>
+  typeof answer === "number" && answer >= 200 && answer < 300
+
+// Why a delivery's attempt was not sent: its endpoint failed earlier in the same pass (core/webhooks/WebhookWorker.ts).
+export const EndpointFailing = "endpoint failing"
+
+// Why an attempt failed, as its delivery's and its endpoint's last error keep it.
+export const failureOf = (answer: Answer): string => typeof answer === "number" ? `HTTP ${answer}` : answer
+
+// An attempt that failed, as its delivery records it: when, and what the receiver answered (`status`) or why
+// there was no answer (`failure`, its first MaxFailure characters).
+export interface FailedAttempt {
+  readonly at: DateTime.Utc
+  readonly status: number | undefined
+  readonly failure: string | undefined
+}
+
+export const MaxFailure = 200
+export const failedAttempt = (at: DateTime.Utc, answer: Answer): FailedAttempt =>
+  typeof answer === "number"
+    ? { at, status: answer, failure: undefined }
+    : { at, status: undefined, failure: answer.slice(0, MaxFailure) }
+
+// One attempt of a delivery as it is kept: its number (1 for the first), when its outcome came, and the
+// receiver's HTTP status (a 2xx: delivered) or why there was none (`failure`). A delivery keeps its latest
+// KeptAttempts attempts, however often it is tried: the retries alone do not bound them
+// (docs/decisions/0059-each-attempt-of-a-delivery-kept.md).
+export const KeptAttempts = 20
+export interface AttemptState {
+  readonly attempt: number
+  readonly at: DateTime.Utc
+  readonly status: number | undefined
+  readonly failure: string | undefined
+}
+
+// One delivery of an event as its owner reads it: to which endpoint, how many attempts so far, its kept attempts
+// (oldest first: the latest KeptAttempts, none of those made before migration 0017), and when it was delivered
+// or, until then, when it is tried next and why the last attempt failed.
 export interface DeliveryState {
   readonly endpointId: EndpointId
   readonly url: string
   readonly attempts: number
+  readonly history: ReadonlyArray<AttemptState>
   readonly deliveredAt: DateTime.Utc | undefined
   readonly nextAttemptAt: DateTime.Utc | undefined
   readonly lastError: string | undefined
@@ -125,8 +167,20 @@ export interface WebhookStoreShape {
     leaseUntil: DateTime.Utc,
     limit: number
   ) => Effect.Effect<ReadonlyArray<Delivery>>
-  readonly delivered: (ids: ReadonlyArray<number>, now: DateTime.Utc) => Effect.Effect<void>
-  readonly failed: (id: number, nextAttemptAt: DateTime.Utc, reason: string) => Effect.Effect<void>
+  // Marks deliveries delivered at `now` (those not delivered yet), each with its attempt: its number the
+  // delivery's count of attempts with this one, its time `now`, its status the one given. In one transaction.
+  readonly delivered: (
+    answers: ReadonlyArray<{ readonly id: number; readonly status: number }>,
+    now: DateTime.Utc
+  ) => Effect.Effect<void>
+  // Records a failed attempt of a delivery not delivered yet, in one transaction: its count and last error
+  // (`reason`'s first 500 characters) and when it is due again, and the attempt (numbered as `delivered` does).
+  readonly failed: (
+    id: number,
+    nextAttemptAt: DateTime.Utc,
+    reason: string,
+    attempt: FailedAttempt
+  ) => Effect.Effect<void>
   readonly endpointRecovered: (id: EndpointId) => Effect.Effect<void>
   // Records a live endpoint's failure (the reason's first 500 characters); with `disabledReason`, also disables
   // it at `retryAt` with that reason (its first 600 characters).
@@ -146,12 +200,12 @@ export interface SignedRequest {
   readonly body: string
 }
 
-// Sends webhooks over HTTP, signed as Standard Webhooks says; 2xx within the time-out succeeds. `send` starts
-// every request at once and answers when each is done: why each failed, in order (undefined for a 2xx). `check`
-// refuses URLs (and, at delivery, resolved addresses) the configuration does not allow.
+// Sends webhooks over HTTP, signed as Standard Webhooks says. `send` starts every request at once and answers
+// when each is done: each one's Answer, in order (isDelivered says which succeeded). `check` refuses URLs (and,
+// at delivery, resolved addresses) the configuration does not allow.
 export interface WebhookSenderShape {
   readonly check: (url: string) => Effect.Effect<void, UrlRefused>
-  readonly send: (requests: ReadonlyArray<SignedRequest>) => Effect.Effect<ReadonlyArray<string | undefined>>
+  readonly send: (requests: ReadonlyArray<SignedRequest>) => Effect.Effect<ReadonlyArray<Answer>>
 }
 export class WebhookSender extends Context.Tag("WebhookSender")<WebhookSender, WebhookSenderShape>() {}
 

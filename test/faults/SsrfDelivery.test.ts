@@ -33,7 +33,7 @@ describe("webhook delivery to private addresses", () => {
           body: "{}",
           secret: "whsec_AAAA"
         }])
-        assert.match(outcome ?? "", /^refused: /, url)
+        assert.match(String(outcome), /^refused: /, url)
       }
       for (const host of publicHosts) assert.isUndefined(await delivery.refusal(`http://${host}/hook`), host)
       assert.strictEqual(connections, 0)
@@ -46,7 +46,7 @@ describe("webhook delivery to private addresses", () => {
         body: "{}",
         secret: "whsec_AAAA"
       }])
-      assert.isUndefined(reached)
+      assert.strictEqual(reached, 204)
       assert.strictEqual(connections, 1)
     } finally {
       listener.closeAllConnections()

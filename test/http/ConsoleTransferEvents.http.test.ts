@@ -1,9 +1,10 @@
 // Black-box: a transfer's page in the console lists the transfer's events and its refunds', each with its
-// webhook deliveries (the endpoint, the attempts, delivered or why the last attempt failed), over the app's real
-// socket, with two real receivers: one that verifies and accepts, one that answers 503.
+// webhook deliveries (the endpoint, the attempts, delivered or why the last attempt failed, and each attempt's
+// time and status code), over the app's real socket, with two real receivers: one that verifies and accepts, one
+// that answers 503 and then, verifying, accepts.
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
-import { AppProcess } from "../support/AppProcess.ts"
+import { AppProcess, inMemory } from "../support/AppProcess.ts"
 import { createClient, MerchantApi, transferBody, uniqueReference, unlimitedEnv } from "../support/Payments.ts"
 import { webhookEnv, WebhookReceiver } from "../support/WebhookReceiver.ts"
 import { type Answer, ConsoleClient } from "./ConsoleClient.ts"
@@ -33,19 +34,33 @@ const addEndpoint = async (key: string, url: string) => {
   return ((await answer.json()) as { secret: string }).secret
 }
 
-// The page's delivery rows: event id, type, endpoint URL, attempts and state, as text.
+// The page's delivery rows: event id, type, endpoint URL, attempts, state, and each attempt kept (its number,
+// and its outcome after its time), as text.
 const rows = (page: Answer) =>
   [...page.text.matchAll(
-    /<tr><td><code>(evt_\w+)<\/code><\/td><td>([\w.]+)<\/td><td>.*?<\/td><td>(.*?)<\/td><td>(\d+)<\/td><td>(.*?)<\/td><\/tr>/g
+    /<tr><td><code>(evt_\w+)<\/code><\/td><td>([\w.]+)<\/td><td>.*?<\/td><td>(.*?)<\/td><td>(\d+)<\/td><td>(.*?)<\/td><td>(.*?)<\/td><\/tr>/g
   )]
-    .map(([, event, type, url, attempts, state]) => ({ event, type, url, attempts: Number(attempts), state }))
+    .map(([, event, type, url, attempts, state, history]) => ({
+      event,
+      type,
+      url,
+      attempts: Number(attempts),
+      state,
+      history: attemptsOf(history!)
+    }))
+const attemptsOf = (list: string) => {
+  const start = Number(/<ol class="attempts" start="(\d+)">/.exec(list)?.[1] ?? 1)
+  return [...list.matchAll(/<li><time datetime="[^"]+">[^<]+<\/time> ([^<]*)<\/li>/g)]
+    .map(([, outcome], i) => ({ attempt: start + i, outcome }))
+}
 
-describe("a transfer's page in the console", () => {
+// Not on `memory:`, whose clients no CLI reaches (the memory store's attempts: its storage contract).
+describe.skipIf(inMemory)("a transfer's page in the console", { timeout: 60_000 }, () => {
   it("lists its events and its refunds', each with its deliveries' attempts and what the receiver answered", async () => {
     const m = await createClient(app, "console-transfer-events")
     const api = new MerchantApi(app.baseUrl, m.api_key)
     accepting.secret = await addEndpoint(m.api_key, accepting.url)
-    await addEndpoint(m.api_key, refusing.url)
+    refusing.secret = await addEndpoint(m.api_key, refusing.url)
     const made = await api.create(transferBody({ reference: uniqueReference("events") }))
     assert.strictEqual(made.status, 201, made.text)
     const transfer = made.json.payment_transfer as { id: string }
@@ -80,8 +95,34 @@ describe("a transfer's page in the console", () => {
     assert.strictEqual(shown[0]!.event, refund.id, "newest first")
     for (const row of shown) {
       assert.strictEqual(row.attempts, 1, `${row.type} to ${row.url}`)
-      if (row.url === accepting.url) assert.match(row.state, /^delivered <time/)
-      else assert.match(row.state, /^failed: HTTP 503; next attempt <time/)
+      if (row.url === accepting.url) {
+        assert.match(row.state, /^delivered <time/)
+        assert.deepStrictEqual(row.history, [{ attempt: 1, outcome: "HTTP 204" }])
+      } else {
+        assert.match(row.state, /^failed: HTTP 503; next attempt <time/)
+        assert.deepStrictEqual(row.history, [{ attempt: 1, outcome: "HTTP 503" }])
+      }
+    }
+
+    // The refusing receiver accepts from now on: its deliveries' next attempts (the endpoint's backoff, 5 to 10 s
+    // after its failure) are delivered, each shown after the 503s before it.
+    refusing.failWith = undefined
+    for (let i = 0; i < 100 && rows(page).some((r) => !r.state.startsWith("delivered")); i++) {
+      await new Promise((r) => setTimeout(r, 250))
+      page = await browser.get(`/console/transfers/${transfer.id}`)
+    }
+    const retried = rows(page).filter((r) => r.url === refusing.url)
+    assert.lengthOf(retried, 2)
+    for (const row of retried) {
+      assert.match(row.state, /^delivered <time/, row.type)
+      assert.deepStrictEqual(
+        row.history,
+        Array.from({ length: row.attempts }, (_, i) => ({
+          attempt: i + 1,
+          outcome: i === row.attempts - 1 ? "HTTP 204" : "HTTP 503"
+        })),
+        row.type
+      )
     }
 
     // Another merchant's transfer page, events included, is not theirs to see.

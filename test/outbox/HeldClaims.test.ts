@@ -137,7 +137,7 @@ describe("webhook deliveries claimed when the database went away", () => {
         WebhookSender,
         WebhookSender.of({
           check: () => Effect.void,
-          send: (requests) => Effect.as(Ref.update(sent, (all) => [...all, ...requests]), requests.map(() => undefined))
+          send: (requests) => Effect.as(Ref.update(sent, (all) => [...all, ...requests]), requests.map(() => 202))
         })
       )),
       Layer.provide(Layer.effectDiscard(runMigrations)),
@@ -174,6 +174,9 @@ describe("webhook deliveries claimed when the database went away", () => {
         yield* TestClock.adjust(second)
         yield* deliverDue
         assert.strictEqual(yield* undelivered, 0)
+        // Each marked with its one attempt and the status the receiver answered before the database went away.
+        const attempts = yield* sql<{ attempt: number; status: number }>`SELECT attempt, status FROM webhook_attempts`
+        assert.deepStrictEqual(attempts.map((a) => [a.attempt, a.status]), [[1, 202], [1, 202], [1, 202]])
         yield* TestClock.adjust(DeliveryLease)
         yield* deliverDue
         assert.lengthOf(yield* Ref.get(sent), 3)

@@ -48,12 +48,12 @@ const testLayer = (r: Recorder) =>
         send: (requests) =>
           Effect.forEach(requests, (request) =>
             Effect.flatMap(Ref.get(r.hung), (hung) =>
-              hung ? hungSend(r, request) : Effect.succeed(undefined)).pipe(
+              hung ? hungSend(r, request) : Effect.void).pipe(
                 Effect.zipRight(Ref.get(r.failing)),
                 Effect.flatMap((failing) =>
                   Effect.as(
                     Ref.update(r.sent, (all) => [...all, { ...request, ok: !failing }]),
-                    failing ? "HTTP 503" : undefined
+                    failing ? 503 : 200
                   )
                 ),
                 Effect.catchAll((reason) => Effect.succeed(reason))
@@ -137,6 +137,16 @@ describe("WebhookWorker.deliverDue", () => {
         const recovered = yield* endpoint
         assert.isUndefined(recovered.failingSince)
         assert.isUndefined(recovered.disabledAt)
+        // Each attempt kept: the first round's 503s, the rest of that pass not sent, the probe's 503, then a
+        // 200 for each delivery.
+        const sql = yield* SqlClient
+        const kept = yield* sql<{ outcome: string; n: number }>`SELECT COALESCE(CAST(status AS TEXT), failure)
+          AS outcome, COUNT(*) AS n FROM webhook_attempts GROUP BY outcome ORDER BY outcome`
+        assert.deepStrictEqual(kept.map((k) => [k.outcome, Number(k.n)]), [
+          ["200", 30],
+          ["503", first + 1],
+          ["endpoint failing", 30 - first]
+        ])
       }).pipe(Effect.withRandom(Random.fixed([0.9999])))
     ))
 

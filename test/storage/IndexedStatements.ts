@@ -92,7 +92,8 @@ export const growing = new Set([
   "subscription_tokens",
   "mail_outbox",
   "events",
-  "webhook_deliveries"
+  "webhook_deliveries",
+  "webhook_attempts"
 ])
 
 // The table a statement reads alone, if it reads one growing table and no other (no join, no subquery of another

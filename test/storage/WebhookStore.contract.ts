@@ -6,7 +6,7 @@ import { DateTime, Duration, Effect, type Layer, Option } from "effect"
 import { CurrencyCode } from "../../core/payments/Currency.ts"
 import { ClientId, Reference, Transfer, TransferId } from "../../core/payments/Transfer.ts"
 import { TransferStore } from "../../core/payments/TransferStore.ts"
-import { EndpointId, WebhookStore } from "../../core/webhooks/Webhooks.ts"
+import { EndpointId, KeptAttempts, WebhookStore } from "../../core/webhooks/Webhooks.ts"
 
 const T0 = Date.UTC(2025, 0, 15, 12, 0, 0)
 const at = (ms: number) => DateTime.unsafeMake(T0 + ms)
@@ -141,14 +141,18 @@ export const webhookStoreContract = (
           "https://hooks.example/second"
         ])
         for (const d of about!.deliveries) {
-          assert.deepStrictEqual([d.attempts, d.deliveredAt, d.lastError], [0, undefined, undefined])
+          assert.deepStrictEqual([d.attempts, d.history, d.deliveredAt, d.lastError], [0, [], undefined, undefined])
           assert.isDefined(d.nextAttemptAt)
         }
         const now = DateTime.unsafeMake(Date.now() + 1000)
         const [toFirst] = yield* store.claim(endpointId("first"), now, now, 10)
         const [toSecond] = yield* store.claim(endpointId("second"), now, now, 10)
-        yield* store.failed(toFirst!.id, DateTime.addDuration(now, Duration.minutes(5)), "HTTP 503")
-        yield* store.delivered([toSecond!.id], now)
+        yield* store.failed(toFirst!.id, DateTime.addDuration(now, Duration.minutes(5)), "HTTP 503", {
+          at: now,
+          status: 503,
+          failure: undefined
+        })
+        yield* store.delivered([{ id: toSecond!.id, status: 200 }], now)
         const [after] = yield* store.eventsAbout(client, paid.id, 10)
         const byEndpoint = new Map(after!.deliveries.map((d) => [d.endpointId, d]))
         const failing = byEndpoint.get(endpointId("first"))!
@@ -158,6 +162,57 @@ export const webhookStoreContract = (
         assert.strictEqual(delivered.attempts, 1)
         assert.strictEqual(DateTime.toEpochMillis(delivered.deliveredAt!), DateTime.toEpochMillis(now))
         assert.isUndefined(delivered.nextAttemptAt)
+      })))
+
+    it.effect("each attempt is kept with its delivery: numbered, timed, its status or why there was none", () =>
+      run(Effect.gen(function*() {
+        const store = yield* WebhookStore
+        const transfers = yield* TransferStore
+        yield* endpoint("flaky", ["*"])
+        const paid = transfer("tried", "approved")
+        yield* transfers.record(paid)
+        const base = Date.now() + 1000
+        const t = (s: number) => DateTime.unsafeMake(base + s * 1000)
+        const claimAt = (s: number) => store.claim(endpointId("flaky"), t(s), t(s), 10)
+        const [first] = yield* claimAt(0)
+        yield* store.failed(first!.id, t(1), "HTTP 503", { at: t(0), status: 503, failure: undefined })
+        yield* claimAt(1)
+        yield* store.failed(first!.id, t(2), "ECONNREFUSED", { at: t(1), status: undefined, failure: "ECONNREFUSED" })
+        const [third] = yield* claimAt(2)
+        assert.strictEqual(third!.attempts, 2)
+        yield* store.delivered([{ id: first!.id, status: 200 }], t(2))
+        // Marks of a delivered delivery record nothing more.
+        yield* store.delivered([{ id: first!.id, status: 200 }], t(3))
+        yield* store.failed(first!.id, t(4), "HTTP 500", { at: t(3), status: 500, failure: undefined })
+        const [about] = yield* store.eventsAbout(client, paid.id, 10)
+        const [delivery] = about!.deliveries
+        assert.strictEqual(delivery!.attempts, 3)
+        assert.deepStrictEqual(
+          delivery!.history.map((a) => [a.attempt, DateTime.toEpochMillis(a.at), a.status, a.failure]),
+          [
+            [1, DateTime.toEpochMillis(t(0)), 503, undefined],
+            [2, DateTime.toEpochMillis(t(1)), undefined, "ECONNREFUSED"],
+            [3, DateTime.toEpochMillis(t(2)), 200, undefined]
+          ]
+        )
+        // A delivery keeps its latest KeptAttempts attempts, however often it is tried.
+        const again = transfer("again", "approved")
+        yield* transfers.record(again)
+        const [retried] = yield* claimAt(3)
+        for (let n = 1; n <= KeptAttempts + 2; n++) {
+          yield* store.failed(retried!.id, t(4), "ETIMEDOUT", { at: t(n), status: undefined, failure: "ETIMEDOUT" })
+        }
+        const [aboutAgain] = yield* store.eventsAbout(client, again.id, 10)
+        const kept = aboutAgain!.deliveries[0]!
+        assert.strictEqual(kept.attempts, KeptAttempts + 2)
+        assert.deepStrictEqual(
+          kept.history.map((a) => [a.attempt, DateTime.toEpochMillis(a.at)]),
+          Array.from({ length: KeptAttempts }, (_, i) => [i + 3, DateTime.toEpochMillis(t(i + 3))])
+        )
+        // A delivery's attempts go with it: deleting its endpoint deletes both.
+        assert.isTrue(yield* store.deleteEndpoint(client, endpointId("flaky")))
+        const [gone] = yield* store.eventsAbout(client, paid.id, 10)
+        assert.lengthOf(gone!.deliveries, 0)
       })))
 
     it.effect("a final transfer's event goes to the owner's live endpoints that asked for its type", () =>
@@ -199,7 +254,7 @@ export const webhookStoreContract = (
         assert.strictEqual(claimed[0]!.body, event.body)
         // Leased: not due again before the lease ends.
         assert.lengthOf(yield* store.claim(endpointId("all"), now, now, 10), 0)
-        yield* store.delivered([claimed[0]!.id], now)
+        yield* store.delivered([{ id: claimed[0]!.id, status: 204 }], now)
         assert.lengthOf(yield* store.claim(endpointId("all"), DateTime.addDuration(now, Duration.hours(1)), now, 10), 0)
         // A declined transfer tells its own type.
         yield* transfers.record(transfer("refused", "declined"))
@@ -245,7 +300,7 @@ export const webhookStoreContract = (
           DateTime.addDuration(now, Duration.minutes(1)),
           10
         )
-        yield* store.failed(delivery!.id, later, "HTTP 503")
+        yield* store.failed(delivery!.id, later, "HTTP 503", { at: now, status: 503, failure: undefined })
         yield* store.endpointFailing(
           endpointId("flaky"),
           { failingSince: now, retryAt: later, reason: "HTTP 503" },

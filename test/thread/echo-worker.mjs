@@ -11,7 +11,7 @@ const answer = (job) => {
     const urls = job.requests.map((r) => r.url)
     if (urls.some((url) => url.endsWith("/exit"))) process.exit(3)
     if (urls.some((url) => url.endsWith("/hang"))) return []
-    return [{ n: job.n, ok: true, reasons: urls.map((url) => url.endsWith("/fail") ? "HTTP 503" : undefined) }]
+    return [{ n: job.n, ok: true, answers: urls.map((url) => url.endsWith("/fail") ? 503 : 200) }]
   }
   if (job.kind === "mail" && job.mail.to.address.startsWith("refused@")) {
     return [{ n: job.n, ok: false, reason: "550 no such user", permanent: true }]
