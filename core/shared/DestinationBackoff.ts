@@ -14,13 +14,29 @@ export const DestinationBackoff = {
 
 // The wait before the next attempt, for a destination failing for `failingFor`: uniform in [c/2, c) with
 // c = min(cap, max(floor, share * failingFor)). `random` is a number in [0, 1).
-export const destinationDelay = (failingFor: Duration.Duration, random: number): Duration.Duration => {
-  const ceiling = Math.min(
-    Duration.toMillis(DestinationBackoff.cap),
-    Math.max(Duration.toMillis(DestinationBackoff.floor), DestinationBackoff.share * Duration.toMillis(failingFor))
+export const destinationDelay = (failingFor: Duration.Duration, random: number): Duration.Duration =>
+  jittered(
+    Math.min(
+      Duration.toMillis(DestinationBackoff.cap),
+      Math.max(Duration.toMillis(DestinationBackoff.floor), DestinationBackoff.share * Duration.toMillis(failingFor))
+    ),
+    random
   )
-  return Duration.millis(Math.min(ceiling - 1, Math.floor(ceiling / 2 + (random * ceiling) / 2)))
-}
+
+// The wait before a row's next attempt after its `attempts`-th failed while its destination took others (a webhook
+// receiver that refuses one event and accepts the rest): the destination is not failing, so the row waits on its
+// own, uniform in [c/2, c) with c = min(cap, floor * 2^(attempts - 1)).
+export const rowDelay = (attempts: number, random: number): Duration.Duration =>
+  jittered(
+    Math.min(
+      Duration.toMillis(DestinationBackoff.cap),
+      Duration.toMillis(DestinationBackoff.floor) * 2 ** Math.min(Math.max(attempts, 1) - 1, 20)
+    ),
+    random
+  )
+
+const jittered = (ceiling: number, random: number) =>
+  Duration.millis(Math.min(ceiling - 1, Math.floor(ceiling / 2 + (random * ceiling) / 2)))
 
 export interface DestinationFailure {
   readonly failingSince: DateTime.Utc

@@ -1,5 +1,5 @@
 import { DateTime, Duration, Effect, FiberSet, Option, Queue, Random, Schedule } from "effect"
-import { afterFailure, attemptsAllowed, type DestinationFailure } from "../shared/DestinationBackoff.ts"
+import { afterFailure, attemptsAllowed, type DestinationFailure, rowDelay } from "../shared/DestinationBackoff.ts"
 import { type HeldClaims, makeHeldClaims } from "../shared/HeldClaims.ts"
 import { makeStorageBackoff } from "../shared/StorageBackoff.ts"
 import {
@@ -185,18 +185,21 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
         if (failingSince !== undefined && outcomes.some((o) => o.answer === undefined)) {
           yield* store.endpointRecovered(endpoint)
         }
-        // A failed delivery is due when its endpoint is tried again: the backlog moves with the endpoint. Its
-        // attempt is recorded with the time of its round's answers.
+        // A failed delivery is due when its endpoint is tried again: the backlog moves with the endpoint. One its
+        // receiver refused while the endpoint took others waits on its own (rowDelay), or it would be sent again
+        // at once, pass after pass. Its attempt is recorded with the time of its round's answers.
         const done = yield* DateTime.now
         const failure = laneFailure(lane)
-        const nextAttempt = failure?.retryAt ?? done
+        const nextAttempt = (delivery: Delivery) =>
+          failure === undefined
+            ? Effect.map(Random.next, (r) => DateTime.addDuration(done, rowDelay(delivery.attempts + 1, r)))
+            : Effect.succeed(failure.retryAt)
         const failed = ({ answer, at }: { answer: Answer | undefined; at: DateTime.Utc }, i: number) =>
-          answer === undefined
-            ? Effect.void
-            : Effect.tap(
-              store.failed(due[i]!.id, nextAttempt, failureOf(answer), failedAttempt(at, answer)),
+          answer === undefined ? Effect.void : Effect.flatMap(nextAttempt(due[i]!), (next) =>
+            Effect.tap(
+              store.failed(due[i]!.id, next, failureOf(answer), failedAttempt(at, answer)),
               () => held.done([due[i]!.id])
-            )
+            ))
         yield* Effect.forEach(outcomes, failed, { discard: true })
         return failure === undefined
       })

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Duration } from "effect"
 import * as fc from "effect/FastCheck"
-import { afterFailure, DestinationBackoff, destinationDelay } from "../../core/shared/DestinationBackoff.ts"
+import { afterFailure, DestinationBackoff, destinationDelay, rowDelay } from "../../core/shared/DestinationBackoff.ts"
 
 const random = fc.oneof(
   fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true, noDefaultInfinity: true }),
@@ -52,5 +52,21 @@ describe("afterFailure", () => {
     const almost = afterFailure(t0, DateTime.unsafeMake(3 * 24 * 3600 * 1000 - 1), 0.5)
     assert.isFalse(almost.giveUp)
     assert.isTrue(afterFailure(t0, DateTime.unsafeMake(3 * 24 * 3600 * 1000), 0.5).giveUp)
+  })
+})
+
+describe("rowDelay", () => {
+  const attempts = fc.integer({ min: 1, max: 1_000 })
+  const rowMs = (n: number, r: number) => Duration.toMillis(rowDelay(n, r))
+
+  it.prop("is jittered within [c/2, c), c = min(cap, 10 s * 2^(attempts - 1))", [attempts, random], ([n, r]) => {
+    const ceiling = Math.min(capMs, 10_000 * 2 ** Math.min(n - 1, 20))
+    const d = rowMs(n, r)
+    assert.isAtLeast(d, Math.floor(ceiling / 2))
+    assert.isBelow(d, ceiling)
+  })
+
+  it.prop("never shrinks with more attempts (for the same draw)", [attempts, attempts, random], ([a, b, r]) => {
+    assert.isAtMost(rowMs(Math.min(a, b), r), rowMs(Math.max(a, b), r))
   })
 })

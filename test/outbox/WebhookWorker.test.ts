@@ -17,6 +17,8 @@ const owner = "cl_000000000000000000000001"
 interface Recorder {
   readonly sent: Ref.Ref<ReadonlyArray<SignedRequest & { readonly ok: boolean }>>
   readonly failing: Ref.Ref<boolean>
+  // Events the receiver answers 400 while it takes the others.
+  readonly refused: Ref.Ref<ReadonlySet<string>>
   // While on, a send never answers and fails after the sender's 10 s time-out; `inFlight` counts such sends.
   readonly hung: Ref.Ref<boolean>
   readonly inFlight: Ref.Ref<{ readonly now: number; readonly peak: number }>
@@ -24,6 +26,7 @@ interface Recorder {
 const recorder = Effect.all({
   sent: Ref.make<ReadonlyArray<SignedRequest & { ok: boolean }>>([]),
   failing: Ref.make(false),
+  refused: Ref.make<ReadonlySet<string>>(new Set()),
   hung: Ref.make(false),
   inFlight: Ref.make({ now: 0, peak: 0 })
 })
@@ -49,11 +52,11 @@ const testLayer = (r: Recorder) =>
           Effect.forEach(requests, (request) =>
             Effect.flatMap(Ref.get(r.hung), (hung) =>
               hung ? hungSend(r, request) : Effect.void).pipe(
-                Effect.zipRight(Ref.get(r.failing)),
-                Effect.flatMap((failing) =>
+                Effect.zipRight(Effect.all([Ref.get(r.failing), Ref.get(r.refused)])),
+                Effect.flatMap(([failing, refused]) =>
                   Effect.as(
-                    Ref.update(r.sent, (all) => [...all, { ...request, ok: !failing }]),
-                    failing ? 503 : 200
+                    Ref.update(r.sent, (all) => [...all, { ...request, ok: !failing && !refused.has(request.id) }]),
+                    failing ? 503 : refused.has(request.id) ? 400 : 200
                   )
                 ),
                 Effect.catchAll((reason) => Effect.succeed(reason))
@@ -77,7 +80,6 @@ const endpointId = EndpointId.make("we_000000000000000000000001")
 const setUp = (n: number) =>
   Effect.gen(function*() {
     const store = yield* WebhookStore
-    const sql = yield* SqlClient
     const now = yield* DateTime.now
     yield* store.createEndpoint({
       id: endpointId,
@@ -86,7 +88,15 @@ const setUp = (n: number) =>
       enabledEvents: ["*"],
       createdAt: now
     }, "whsec_AAAA")
-    for (let i = 0; i < n; i++) {
+    yield* moreEvents(0, n)
+  })
+// Events `from` to `from + n - 1` for the endpoint, each with a delivery due now.
+const moreEvents = (from: number, n: number) =>
+  Effect.gen(function*() {
+    const store = yield* WebhookStore
+    const sql = yield* SqlClient
+    const now = yield* DateTime.now
+    for (let i = from; i < from + n; i++) {
       const id = EventId.make(`evt_${String(i).padStart(24, "0")}`)
       yield* sql`INSERT INTO events (id, type, owner, created_at, body)
         VALUES (${id}, 'transfer.approved', ${owner}, ${DateTime.toEpochMillis(now)}, ${`{"id":"${id}"}`})`
@@ -148,6 +158,38 @@ describe("WebhookWorker.deliverDue", () => {
           ["endpoint failing", 30 - first]
         ])
       }).pipe(Effect.withRandom(Random.fixed([0.9999])))
+    ))
+
+  it.effect("a delivery refused while the endpoint takes the others waits on its own, longer each time", () =>
+    run((r) =>
+      Effect.gen(function*() {
+        yield* setUp(40)
+        const refused = EventId.make(`evt_${"0".repeat(24)}`)
+        yield* Ref.set(r.refused, new Set([refused]))
+        const attemptsOf = Effect.map(Ref.get(r.sent), (sent) => sent.filter((s) => s.id === refused).length)
+        yield* deliverDue
+        assert.strictEqual((yield* Ref.get(r.sent)).filter((s) => s.ok).length, 39)
+        assert.strictEqual(yield* attemptsOf, 1, "not sent again in the same run, pass after pass")
+        assert.isUndefined((yield* endpoint).failingSince, "the endpoint takes the others: it is not failing")
+        // Uniform in [c/2, c) with c = 10 s, then 20 s, 40 s ...: due again within c, never before c/2. New
+        // events keep coming and are taken, so the endpoint is never failing (a receiver that refuses all it is
+        // sent is, and waits as a whole).
+        let next = 40
+        for (const [attempt, ceiling] of [[2, 10], [3, 20], [4, 40]] as const) {
+          yield* TestClock.adjust(Duration.seconds(ceiling / 2 - 1))
+          yield* moreEvents(next, 3)
+          next += 3
+          yield* deliverDue
+          assert.strictEqual(yield* attemptsOf, attempt - 1, `not before ${ceiling / 2} s`)
+          yield* TestClock.adjust(Duration.seconds(ceiling / 2 + 1))
+          yield* moreEvents(next, 3)
+          next += 3
+          yield* deliverDue
+          assert.strictEqual(yield* attemptsOf, attempt, `within ${ceiling} s`)
+        }
+        assert.strictEqual((yield* Ref.get(r.sent)).filter((s) => s.ok).length, 39 + 18)
+        assert.isUndefined((yield* endpoint).failingSince)
+      })
     ))
 
   it.effect("a hung endpoint: at most 16 attempts in flight across passes, failing after one time-out", () =>
