@@ -23,11 +23,13 @@ import {
   runScenario,
   startProbe,
   startSmtpSink,
-  startTarget
+  startTarget,
+  transferBody
 } from "./lib/harness.mjs"
 import { askProbe } from "./lib/heap-probe.mjs"
 import {
   jobNames,
+  RecipientMerchants,
   seededTransferId,
   seedJobPostgres,
   seedJobSqlite,
@@ -255,6 +257,17 @@ const largeOne = async (name, sink, options) => {
       })
       await res.arrayBuffer()
       if (res.status !== 200) throw new Error(`${name}: a signup answered ${res.status}`)
+    }
+    // The seeded recipient merchants on the young database too, a transfer each: the balance compared lists the
+    // same merchants (the scenarios pay m-42 only), so its answer is the same size.
+    for (let i = 0; i < RecipientMerchants; i++) {
+      const res = await fetch(`${target.baseUrl}/merchant/transfers/payment`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${target.apiKey}` },
+        body: transferBody(`young-merchant-${i}`).replace("\"merchant_id\":\"m-42\"", `"merchant_id":"m-${i}"`)
+      })
+      await res.arrayBuffer()
+      if (res.status !== 201) throw new Error(`${name}: a transfer to m-${i} answered ${res.status}`)
     }
     console.log(`  ${name}: young database`)
     probe = startProbe(target.baseUrl, ProbeEveryMs)

@@ -12,6 +12,8 @@ import pg from "pg"
 const YearMs = 365 * 24 * 3600 * 1000
 // The seeded rows' ids: `tr_` and 24 characters, as TransferId wants, in a range no app-made id falls in.
 const IdPrefix = "tr_bench"
+// The recipient merchants of the seeded transfers: m-0 to m-(RecipientMerchants - 1).
+export const RecipientMerchants = 5
 const IdDigits = 19
 
 // The columns every transfer row has, and one seeded row's values in SQL over `i` (1..n): `sql` says how the
@@ -22,7 +24,7 @@ const transferColumns = `id, client_id, reference, amount, amount_refunded, curr
 const transferValues = ({ padded, timeBack }, n) =>
   `'${IdPrefix}' || ${padded("i", IdDigits)}, $client, 'large-' || i, 100 + (i * 7919) % 100000, 0, 'USD',
   CASE WHEN i % 10 = 0 THEN 'declined' ELSE 'approved' END, 'Ann', 'ann@example.com', 'visa', '4242', 12, 2030,
-  'fp-bench', 'Mo', 'shop@example.com', 'm-' || (i % 5),
+  'fp-bench', 'Mo', 'shop@example.com', 'm-' || (i % ${RecipientMerchants}),
   CASE WHEN i % 10 = 0 THEN 'expired_card' END, NULL, CASE WHEN i % 10 <> 0 THEN 'A' || (i % 1000000) END,
   ${timeBack(`i * ${Math.floor(YearMs / n)}`)}`
 const subscriptionColumns = "email, email_key, name, feed, status, created_at, updated_at"
