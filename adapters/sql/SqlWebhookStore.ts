@@ -15,7 +15,13 @@ import { Dialect, millisOf, olderThan } from "./Dialect.ts"
 // for every batch (the endpoint's target, the claim, the mark) each database has as direct statements of its
 // own: adapters/sqlite/SqliteWebhookStore.ts and adapters/postgres/PgWebhookStore.ts. Each mark of an attempt
 // (delivered, failed) writes the attempt's row in the same transaction (one statement on PostgreSQL).
-export type PerDatabase = "target" | "claim" | "delivered" | "failed"
+interface PerDatabaseMethods {
+  readonly target: unknown
+  readonly claim: unknown
+  readonly delivered: unknown
+  readonly failed: unknown
+}
+export type PerDatabase = keyof PerDatabaseMethods
 
 const utc = (value: unknown) => DateTime.unsafeMake(millisOf(value))
 const utcOrUndefined = (value: unknown) => (value === null || value === undefined ? undefined : utc(value))

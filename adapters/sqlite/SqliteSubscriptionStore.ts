@@ -1,5 +1,5 @@
 import { DateTime, Effect, Layer, Option } from "effect"
-import { SubscriptionStatus } from "../../core/subscriptions/Subscription.ts"
+import { AwaitsConfirmation, SubscriptionStatus } from "../../core/subscriptions/Subscription.ts"
 import { SubscriptionStorage, type SubscriptionTx } from "../../core/subscriptions/SubscriptionStorage.ts"
 import { type DayCountRow, SqliteEventDays, SqliteSignupDays, toDayCount } from "../sql/DayRows.ts"
 import { sqlStrings } from "../sql/Dialect.ts"
@@ -70,7 +70,7 @@ const purges = Object.fromEntries(
   SubscriptionStatus.literals.map((status) => [
     status,
     `DELETE FROM subscriptions WHERE id IN (SELECT id FROM subscriptions${
-      status === "pending" ? " INDEXED BY subscriptions_pending" : ""
+      status === AwaitsConfirmation ? " INDEXED BY subscriptions_pending" : ""
     } WHERE status = ${sqlStrings([status])} AND updated_at < ? ORDER BY updated_at LIMIT ?)`
   ])
 ) as Record<SubscriptionStatus, string>

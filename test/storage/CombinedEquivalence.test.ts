@@ -297,7 +297,7 @@ const equivalence = (adapters: () => Adapters, numRuns: number) =>
           assert.deepStrictEqual(composed.rows[table], combined.rows[table], `the rows of ${table}`)
         }
       }))),
-    { numRuns }
+    { numRuns, ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}) }
   )
 
 const pgAdapters = (): Adapters =>
