@@ -16,6 +16,7 @@ import {
   freePort,
   killAllSync,
   machineInfo,
+  median,
   percentile,
   prepareTarget,
   procStats,
@@ -70,36 +71,66 @@ const JobTimeoutMs = 10 * 60_000
 const p99 = (xs) => percentile([...xs].sort((a, b) => a - b), 99)
 const fmt = (x) => (!Number.isFinite(x) ? "-" : x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0))
 
-// Each scenario after a warm-up, with the probe's latencies of the same window.
+// Each scenario `options.rounds` times in a row (after a warm-up; subscribe still last, since the outbox worker goes
+// on mailing after it), and per scenario the median of its rounds: one 5 s run's p99 moves by a quarter from one
+// run to the next.
 const phase = async (target, ctx, probe, options) => {
-  const runs = {}
+  const rounds = Object.fromEntries(scenarioNames.map((s) => [s, []]))
   for (const scenario of scenarioNames) {
-    await runScenario(target, scenario, ctx, { ...options, duration: options.warmupS, measure: false })
-    await probe.take()
-    const run = await runScenario(target, scenario, ctx, { ...options, duration: options.durationS })
-    const { byPath, late } = await probe.take()
-    const healthz = byPath["/healthz"] ?? []
-    runs[scenario] = {
-      p50Ms: run.latencyMs.p50,
-      p99Ms: run.latencyMs.p99,
-      rps: run.rps,
-      mainThreadCpuUsPerRequest: run.mainThreadCpuUsPerRequest,
-      ...(run.databaseCpuUsPerRequest === undefined ? {} : { databaseCpuUsPerRequest: run.databaseCpuUsPerRequest }),
-      unexpectedResponses: run.unexpectedResponses,
-      foreignCpuPercent: run.foreignCpuPercent,
-      healthz: { count: healthz.length, p99Ms: p99(healthz), maxMs: Math.max(...healthz), late }
+    for (let round = 1; round <= options.rounds; round++) {
+      rounds[scenario].push(await phaseRun(target, ctx, probe, options, scenario, round))
     }
-    console.log(
-      `    ${scenario.padEnd(19)} p99 ${fmt(run.latencyMs.p99).padStart(6)} ms  ${
-        Math.round(run.rps).toString().padStart(6)
-      } req/s  main ${Math.round(run.mainThreadCpuUsPerRequest)} us/req${
-        run.databaseCpuUsPerRequest === undefined ? "" : ` + database ${Math.round(run.databaseCpuUsPerRequest)}`
-      }  /healthz p99 ${fmt(p99(healthz))} ms (${healthz.length})${
-        run.unexpectedResponses > 0 ? `  !! ${run.unexpectedResponses} unexpected answers` : ""
-      }  others ${Math.round(run.foreignCpuPercent)}% CPU`
-    )
   }
-  return runs
+  const mid = (xs) => median(xs.filter((x) => x !== undefined))
+  return Object.fromEntries(
+    Object.entries(rounds).map(([scenario, rs]) => [scenario, {
+      p50Ms: mid(rs.map((r) => r.p50Ms)),
+      p99Ms: mid(rs.map((r) => r.p99Ms)),
+      rps: mid(rs.map((r) => r.rps)),
+      mainThreadCpuUsPerRequest: mid(rs.map((r) => r.mainThreadCpuUsPerRequest)),
+      ...(rs[0].databaseCpuUsPerRequest === undefined
+        ? {}
+        : { databaseCpuUsPerRequest: mid(rs.map((r) => r.databaseCpuUsPerRequest)) }),
+      unexpectedResponses: rs.reduce((n, r) => n + r.unexpectedResponses, 0),
+      foreignCpuPercent: Math.max(...rs.map((r) => r.foreignCpuPercent)),
+      healthz: {
+        count: rs.reduce((n, r) => n + r.healthz.count, 0),
+        p99Ms: mid(rs.map((r) => r.healthz.p99Ms)),
+        maxMs: Math.max(...rs.map((r) => r.healthz.maxMs)),
+        late: rs.reduce((n, r) => n + r.healthz.late, 0)
+      },
+      rounds: rs
+    }])
+  )
+}
+
+// One run of a scenario (after a warm-up before its first), with the probe's latencies of the same window.
+const phaseRun = async (target, ctx, probe, options, scenario, round) => {
+  if (round === 1) await runScenario(target, scenario, ctx, { ...options, duration: options.warmupS, measure: false })
+  await probe.take()
+  const run = await runScenario(target, scenario, ctx, { ...options, duration: options.durationS })
+  const { byPath, late } = await probe.take()
+  const healthz = byPath["/healthz"] ?? []
+  const result = {
+    p50Ms: run.latencyMs.p50,
+    p99Ms: run.latencyMs.p99,
+    rps: run.rps,
+    mainThreadCpuUsPerRequest: run.mainThreadCpuUsPerRequest,
+    ...(run.databaseCpuUsPerRequest === undefined ? {} : { databaseCpuUsPerRequest: run.databaseCpuUsPerRequest }),
+    unexpectedResponses: run.unexpectedResponses,
+    foreignCpuPercent: run.foreignCpuPercent,
+    healthz: { count: healthz.length, p99Ms: p99(healthz), maxMs: Math.max(...healthz), late }
+  }
+  console.log(
+    `    ${round} ${scenario.padEnd(19)} p99 ${fmt(run.latencyMs.p99).padStart(6)} ms  ${
+      Math.round(run.rps).toString().padStart(6)
+    } req/s  main ${Math.round(run.mainThreadCpuUsPerRequest)} us/req${
+      run.databaseCpuUsPerRequest === undefined ? "" : ` + database ${Math.round(run.databaseCpuUsPerRequest)}`
+    }  /healthz p99 ${fmt(p99(healthz))} ms (${healthz.length})${
+      run.unexpectedResponses > 0 ? `  !! ${run.unexpectedResponses} unexpected answers` : ""
+    }  others ${Math.round(run.foreignCpuPercent)}% CPU`
+  )
+  return result
 }
 
 // The default feed as CSV, alone, the probe asking /healthz and the balance; the app's RSS every 10 ms.
@@ -400,7 +431,7 @@ const report = (results) => {
   }
 }
 
-export const large = async ({ transfers, postgres, durationS, warmupS, connections, scenarios }) => {
+export const large = async ({ transfers, postgres, durationS, warmupS, connections, rounds, scenarios }) => {
   if (scenarios !== undefined) scenarioNames = allScenarios.filter((s) => scenarios.includes(s))
   const partial = scenarioNames.length < allScenarios.length
   const names = ["service", ...(postgres ? ["service-pg"] : [])]
@@ -410,6 +441,7 @@ export const large = async ({ transfers, postgres, durationS, warmupS, connectio
     durationS,
     warmupS,
     connections,
+    rounds,
     scenarios: scenarioNames
   }
   const results = {
@@ -432,7 +464,7 @@ export const large = async ({ transfers, postgres, durationS, warmupS, connectio
   process.once("SIGTERM", stop)
   console.log(
     `bench --large: ${names.join(", ")}; ${transfers} transfers, ${options.subscribers} subscribers; ` +
-      `${durationS} s per scenario (+${warmupS} s warm-up), ${connections} connections`
+      `${durationS} s per scenario (+${warmupS} s warm-up), ${rounds} rounds (the median of each), ${connections} connections`
   )
   buildApp()
   const sink = await startSmtpSink()

@@ -103,6 +103,7 @@ if (argv.some((a) => a === "--large" || a.startsWith("--large="))) {
     durationS: Number(value("duration") ?? 5),
     warmupS: Number(value("warmup") ?? 1),
     connections: Number(value("connections") ?? 10),
+    rounds: Number(value("rounds") ?? 3),
     scenarios: value("scenarios")?.split(",")
   })
   process.exit(passed ? 0 : 1)
