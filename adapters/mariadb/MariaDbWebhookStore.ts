@@ -1,4 +1,5 @@
 import { SqlClient } from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
 import { DateTime, Effect, Layer } from "effect"
 import { KeptAttempts, WebhookStore } from "../../core/webhooks/Webhooks.ts"
 import { deliveryOf, make as makeSqlWebhookStore, targetOf } from "../sql/SqlWebhookStore.ts"
@@ -71,7 +72,7 @@ export const layer = Layer.effect(
           transactionOn(sql)(Effect.flatMap(
             wrote(sql`UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ${at(next)},
             last_error = ${reason.slice(0, 500)} WHERE id = ${id} AND delivered_at IS NULL`),
-            (marked) =>
+            (marked): Effect.Effect<unknown, SqlError> =>
               marked
                 ? sql`INSERT INTO webhook_attempts (delivery_id, slot, attempt, attempted_at, status, failure)
                 SELECT id, ${slot}, attempts, ${at(attempt.at)}, ${attempt.status ?? null}, ${attempt.failure ?? null}

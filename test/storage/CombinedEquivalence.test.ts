@@ -297,7 +297,12 @@ const equivalence = (adapters: () => Adapters, numRuns: number) =>
           assert.deepStrictEqual(composed.rows[table], combined.rows[table], `the rows of ${table}`)
         }
       }))),
-    { numRuns, ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}) }
+    {
+      numRuns,
+      // FC_SEED and FC_PATH (from a failure's report) replay its counterexample.
+      ...(process.env.FC_SEED === undefined ? {} : { seed: Number(process.env.FC_SEED) }),
+      ...(process.env.FC_PATH === undefined ? {} : { path: process.env.FC_PATH })
+    }
   )
 
 const pgAdapters = (): Adapters =>
