@@ -95,7 +95,8 @@ const storageBlind = [
 ]
 const exclude = (files) => files.flatMap((file) => ["--exclude", file])
 // vitest runs one test file at a time on two cores (its default is one fewer than the cores); most files wait on
-// an app process, a mail or a browser, so two at a time on such a machine.
+// an app process, a mail or a browser, so two at a time on such a machine. Not on PostgreSQL and MariaDB: two
+// files of several app instances each, with their pools, once left a CLI unable to connect to the shared server.
 const workers = availableParallelism() <= 2 ? ["--maxWorkers=2"] : []
 
 const steps = [
@@ -177,7 +178,7 @@ const steps = [
       "test/scaleout",
       "test/browser/Console.browser.test.ts",
       ...exclude([...inProcess, ...storageBlind]),
-      ...workers
+      "--maxWorkers=1"
     ], {
       ...pgEnv,
       ...built,
@@ -192,7 +193,7 @@ const steps = [
       "test/reliability",
       "test/scaleout",
       ...exclude([...inProcess, ...storageBlind]),
-      ...workers
+      "--maxWorkers=1"
     ], {
       ...mariadbEnv,
       ...built,
