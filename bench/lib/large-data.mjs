@@ -38,17 +38,26 @@ const seededShares = `SELECT client_id, recipient_merchant_id, currency, SUM(amo
   FROM transfers WHERE id > '${IdPrefix}' AND id < '${IdPrefix}~' AND status = 'approved'
   GROUP BY client_id, recipient_merchant_id, currency`
 
+// How each database spells a zero-padded number and a time `ms` milliseconds before `now`, for the rows' SQL.
+const sqliteSpell = (now) => ({
+  padded: (x, n) => `printf('%0${n}d', ${x})`,
+  timeBack: (ms) => `(${now} - (${ms}))`
+})
+const pgSpell = (now) => ({
+  padded: (x, n) => `lpad(${x}::text, ${n}, '0')`,
+  timeBack: (ms) => `(to_timestamp(${now} / 1000.0) - (${ms}) * interval '1 millisecond')`
+})
+// The database's first API client, whose business the rows are.
+const FirstClient = "SELECT id FROM api_clients ORDER BY created_at, id LIMIT 1"
+
 // SQLite: one transaction beside the app (WAL); times are integer milliseconds, balances decimal text.
 export const seedSqlite = (file, { transfers, subscribers, now = Date.now() }) => {
   const db = new Database(file)
   try {
     db.pragma("busy_timeout = 10000")
     db.pragma("cache_size = -262144")
-    const spell = {
-      padded: (x, n) => `printf('%0${n}d', ${x})`,
-      timeBack: (ms) => `(${now} - (${ms}))`
-    }
-    const client = db.prepare("SELECT id FROM api_clients ORDER BY created_at, id LIMIT 1").get()?.id
+    const spell = sqliteSpell(now)
+    const client = db.prepare(FirstClient).get()?.id
     if (client === undefined) throw new Error("no API client to seed transfers for")
     const series = (n) => `WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${n})`
     db.transaction(() => {
@@ -73,11 +82,8 @@ export const seedPostgres = async (url, { transfers, subscribers, now = Date.now
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
-    const spell = {
-      padded: (x, n) => `lpad(${x}::text, ${n}, '0')`,
-      timeBack: (ms) => `(to_timestamp(${now} / 1000.0) - (${ms}) * interval '1 millisecond')`
-    }
-    const owner = (await client.query("SELECT id FROM api_clients ORDER BY created_at, id LIMIT 1")).rows[0]?.id
+    const spell = pgSpell(now)
+    const owner = (await client.query(FirstClient)).rows[0]?.id
     if (owner === undefined) throw new Error("no API client to seed transfers for")
     await client.query("BEGIN")
     await client.query(
@@ -142,8 +148,8 @@ export const seedJobSqlite = (file, job, count, now = Date.now()) => {
   const db = new Database(file)
   try {
     db.pragma("busy_timeout = 10000")
-    const spell = { padded: (x, n) => `printf('%0${n}d', ${x})`, timeBack: (ms) => `(${now} - (${ms}))` }
-    const client = db.prepare("SELECT id FROM api_clients ORDER BY created_at, id LIMIT 1").get()?.id
+    const spell = sqliteSpell(now)
+    const client = db.prepare(FirstClient).get()?.id
     const series = `WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${count})`
     db.transaction(() => {
       for (const statement of jobRows(spell, job)) {
@@ -160,11 +166,8 @@ export const seedJobPostgres = async (url, job, count, now = Date.now()) => {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
-    const spell = {
-      padded: (x, n) => `lpad(${x}::text, ${n}, '0')`,
-      timeBack: (ms) => `(to_timestamp(${now} / 1000.0) - (${ms}) * interval '1 millisecond')`
-    }
-    const owner = (await client.query("SELECT id FROM api_clients ORDER BY created_at, id LIMIT 1")).rows[0]?.id
+    const spell = pgSpell(now)
+    const owner = (await client.query(FirstClient)).rows[0]?.id
     await client.query("BEGIN")
     for (const statement of jobRows(spell, job)) {
       const text = statement.replace("$series", `generate_series(1::bigint, ${count}) AS s(i)`)
