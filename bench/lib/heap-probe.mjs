@@ -12,6 +12,7 @@ import { rmSync } from "node:fs"
 import { connect, createServer } from "node:net"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import v8 from "node:v8"
+import { isMainThread } from "node:worker_threads"
 
 export const allocationMeter = () => {
   const profiler = new v8.GCProfiler()
@@ -33,8 +34,10 @@ export const allocationMeter = () => {
   }
 }
 
+// A worker thread inherits `--import`, and would take the socket over from the main thread: only the main thread
+// answers.
 const socket = process.env.BENCH_HEAP_PROBE
-if (socket !== undefined && socket !== "") {
+if (isMainThread && socket !== undefined && socket !== "") {
   // A target started again on the same data (the large mode's restart) finds its predecessor's socket file.
   rmSync(socket, { force: true })
   let meter
