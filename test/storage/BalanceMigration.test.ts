@@ -2,17 +2,15 @@
 // once, per merchant and currency, from the approved transfers net of their refunds (declined, pending and unknown
 // ones count nothing), exactly beyond 2^53; and a settle after it adds to what it computed. On SQLite, PostgreSQL
 // and MariaDB.
-import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql/SqlClient"
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe } from "@effect/vitest"
 import { DateTime, Effect, Layer, Redacted } from "effect"
-import { join } from "node:path"
 import { layer as MariaDbClient } from "../../adapters/mariadb/MariaDbClient.ts"
 import { layer as MariaDbTransferStore } from "../../adapters/mariadb/MariaDbTransferStore.ts"
 import { layer as PgClientLayer } from "../../adapters/postgres/PgClient.ts"
 import { layer as PgTransferStore } from "../../adapters/postgres/PgTransferStore.ts"
 import { Dialect } from "../../adapters/sql/Dialect.ts"
-import { migrations, runMigrations } from "../../adapters/sql/Migrations.ts"
+import { runMigrations } from "../../adapters/sql/Migrations.ts"
 import { transferRow } from "../../adapters/sql/TransferRows.ts"
 import { layer as SqliteTransferStore } from "../../adapters/sqlite/SqliteTransferStore.ts"
 import { EventViewsLive } from "../../apps/http/webhooks/EventViewsLive.ts"
@@ -20,13 +18,10 @@ import { CurrencyCode } from "../../core/payments/Currency.ts"
 import { ClientId, Reference, Transfer, TransferId, type TransferStatus } from "../../core/payments/Transfer.ts"
 import type { TransferStorage } from "../../core/payments/TransferStorage.ts"
 import * as TransferStore from "../../core/payments/TransferStore.ts"
-import * as MariaDb from "../support/MariaDb.ts"
-import * as Postgres from "../support/Postgres.ts"
-import { sqliteClient, tempDir } from "./TempSqlite.ts"
+import { migrationsBefore, onEachDatabase } from "./EachDatabase.ts"
+import { sqliteClient } from "./TempSqlite.ts"
 
-const before0010 = Migrator.make({})({
-  loader: Effect.map(migrations, (all) => all.filter(([id]) => id < 10))
-})
+const before0010 = migrationsBefore(10)
 
 const T = Date.UTC(2025, 0, 15, 12)
 const clientOf = (label: string) => ClientId.make(`cl_${label.padEnd(24, "x")}`)
@@ -109,36 +104,11 @@ const storesOver = <E, R>(storage: Layer.Layer<TransferStorage, E, R>) =>
   TransferStore.layer.pipe(Layer.provide(storage), Layer.provide(EventViewsLive))
 
 describe("migration 0010: balances computed once from the transfers", () => {
-  it.scoped("on SQLite", () =>
-    Effect.gen(function*() {
-      const dir = yield* tempDir
-      const context = yield* Layer.build(
-        storesOver(SqliteTransferStore).pipe(Layer.provideMerge(sqliteClient(join(dir, "legacy.db"))))
-      )
-      yield* Effect.provide(Effect.zipRight(legacy, check), context)
-    }))
-
-  it.scoped.skipIf(!Postgres.postgresEnabled)("on PostgreSQL", () =>
-    Effect.gen(function*() {
-      const database = yield* Effect.acquireRelease(
-        Effect.promise(() => Postgres.createTestDatabase()),
-        (d) => Effect.promise(() => d.drop())
-      )
-      const context = yield* Layer.build(
-        storesOver(PgTransferStore).pipe(Layer.provideMerge(PgClientLayer(Redacted.make(database.url))))
-      )
-      yield* Effect.provide(Effect.zipRight(legacy, check), context)
-    }))
-
-  it.scoped.skipIf(!MariaDb.mariadbEnabled)("on MariaDB", () =>
-    Effect.gen(function*() {
-      const database = yield* Effect.acquireRelease(
-        Effect.promise(() => MariaDb.createTestDatabase()),
-        (d) => Effect.promise(() => d.drop())
-      )
-      const context = yield* Layer.build(
-        storesOver(MariaDbTransferStore).pipe(Layer.provideMerge(MariaDbClient(Redacted.make(database.url))))
-      )
-      yield* Effect.provide(Effect.zipRight(legacy, check), context)
-    }))
+  onEachDatabase({
+    sqlite: (location) => storesOver(SqliteTransferStore).pipe(Layer.provideMerge(sqliteClient(location))),
+    postgres: (location) =>
+      storesOver(PgTransferStore).pipe(Layer.provideMerge(PgClientLayer(Redacted.make(location)))),
+    mariadb: (location) =>
+      storesOver(MariaDbTransferStore).pipe(Layer.provideMerge(MariaDbClient(Redacted.make(location))))
+  }, () => Effect.zipRight(legacy, check))
 })

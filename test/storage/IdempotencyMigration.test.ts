@@ -1,27 +1,24 @@
 // Migration 0004 turns the responses that idempotency keys kept into the facts they are now kept as: a
 // database written before it replays the same answers after it, on SQLite and on PostgreSQL.
-import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql/SqlClient"
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe } from "@effect/vitest"
 import { DateTime, Effect, Layer, Redacted } from "effect"
-import { join } from "node:path"
 import { layer as PgClientLayer } from "../../adapters/postgres/PgClient.ts"
 import { layer as PgTransferStore } from "../../adapters/postgres/PgTransferStore.ts"
 import { Dialect } from "../../adapters/sql/Dialect.ts"
-import { migrations, runMigrations } from "../../adapters/sql/Migrations.ts"
+import { runMigrations } from "../../adapters/sql/Migrations.ts"
 import { transferRow } from "../../adapters/sql/TransferRows.ts"
 import { layer as SqliteTransferStore } from "../../adapters/sqlite/SqliteTransferStore.ts"
 import { EventViewsLive } from "../../apps/http/webhooks/EventViewsLive.ts"
 import { CurrencyCode } from "../../core/payments/Currency.ts"
 import { IdempotencyKey, IdempotencyStart, KeptAnswer, RequestHash } from "../../core/payments/Idempotency.ts"
 import { ClientId, Reference, Transfer, TransferId } from "../../core/payments/Transfer.ts"
+import type { TransferStorage } from "../../core/payments/TransferStorage.ts"
 import { layer as TransferStoreOver, TransferStore } from "../../core/payments/TransferStore.ts"
-import { createTestDatabase, postgresEnabled } from "../support/Postgres.ts"
-import { sqliteClient, tempDir } from "./TempSqlite.ts"
+import { migrationsBefore, onEachDatabase } from "./EachDatabase.ts"
+import { sqliteClient } from "./TempSqlite.ts"
 
-const before0004 = Migrator.make({})({
-  loader: Effect.map(migrations, (all) => all.filter(([id]) => id < 4))
-})
+const before0004 = migrationsBefore(4)
 
 const client = ClientId.make(`cl_${"legacy".padEnd(24, "x")}`)
 const id = (label: string) => TransferId.make(`tr_${label.padEnd(24, "x")}`)
@@ -114,33 +111,12 @@ const check = Effect.gen(function*() {
   assert.deepStrictEqual(yield* startOf("running"), IdempotencyStart.InProgress())
 })
 
-describe("migration 0004: kept responses become kept answers", () => {
-  it.scoped("on SQLite", () =>
-    Effect.gen(function*() {
-      const dir = yield* tempDir
-      const context = yield* Layer.build(
-        TransferStoreOver.pipe(
-          Layer.provide(SqliteTransferStore),
-          Layer.provide(EventViewsLive),
-          Layer.provideMerge(sqliteClient(join(dir, "legacy.db")))
-        )
-      )
-      yield* Effect.provide(Effect.zipRight(legacy, check), context)
-    }))
+const storesOver = <E, R>(storage: Layer.Layer<TransferStorage, E, R>) =>
+  TransferStoreOver.pipe(Layer.provide(storage), Layer.provide(EventViewsLive))
 
-  it.scoped.skipIf(!postgresEnabled)("on PostgreSQL", () =>
-    Effect.gen(function*() {
-      const database = yield* Effect.acquireRelease(
-        Effect.promise(() => createTestDatabase()),
-        (d) => Effect.promise(() => d.drop())
-      )
-      const context = yield* Layer.build(
-        TransferStoreOver.pipe(
-          Layer.provide(PgTransferStore),
-          Layer.provide(EventViewsLive),
-          Layer.provideMerge(PgClientLayer(Redacted.make(database.url)))
-        )
-      )
-      yield* Effect.provide(Effect.zipRight(legacy, check), context)
-    }))
+describe("migration 0004: kept responses become kept answers", () => {
+  onEachDatabase({
+    sqlite: (location) => storesOver(SqliteTransferStore).pipe(Layer.provideMerge(sqliteClient(location))),
+    postgres: (location) => storesOver(PgTransferStore).pipe(Layer.provideMerge(PgClientLayer(Redacted.make(location))))
+  }, () => Effect.zipRight(legacy, check))
 })

@@ -2,9 +2,8 @@
 // app wrote: the kept balances the store reads equal the sum over the transfers that BalanceStatuses counts, and
 // the seeded rows read back through the store, on SQLite and PostgreSQL.
 import { SqlClient } from "@effect/sql/SqlClient"
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe } from "@effect/vitest"
 import { DateTime, Effect, Layer, Option, Redacted } from "effect"
-import { join } from "node:path"
 import { layer as PgClientLayer } from "../../adapters/postgres/PgClient.ts"
 import { layer as PgTransferStore } from "../../adapters/postgres/PgTransferStore.ts"
 import { Dialect, sqlStrings } from "../../adapters/sql/Dialect.ts"
@@ -17,8 +16,8 @@ import { CurrencyCode } from "../../core/payments/Currency.ts"
 import { BalanceStatuses, ClientId, Reference, Transfer, TransferId } from "../../core/payments/Transfer.ts"
 import type { TransferStorage } from "../../core/payments/TransferStorage.ts"
 import * as TransferStore from "../../core/payments/TransferStore.ts"
-import * as Postgres from "../support/Postgres.ts"
-import { sqliteClient, tempDir } from "./TempSqlite.ts"
+import { onEachDatabase } from "./EachDatabase.ts"
+import { sqliteClient } from "./TempSqlite.ts"
 
 const T = Date.UTC(2026, 0, 15, 12)
 const client = ClientId.make(`cl_${"bench".padEnd(24, "x")}`)
@@ -81,26 +80,14 @@ const storesOver = <E, R>(storage: Layer.Layer<TransferStorage, E, R>) =>
   TransferStore.layer.pipe(Layer.provide(storage), Layer.provide(EventViewsLive))
 
 describe("the large-data bench's rows", () => {
-  it.scoped("on SQLite", () =>
+  onEachDatabase({
+    sqlite: (location) => storesOver(SqliteTransferStore).pipe(Layer.provideMerge(sqliteClient(location))),
+    postgres: (location) => storesOver(PgTransferStore).pipe(Layer.provideMerge(PgClientLayer(Redacted.make(location))))
+  }, (kind, location) =>
     Effect.gen(function*() {
-      const file = join(yield* tempDir, "large.db")
-      const context = yield* Layer.build(storesOver(SqliteTransferStore).pipe(Layer.provideMerge(sqliteClient(file))))
-      yield* Effect.provide(young, context)
-      seedSqlite(file, { ...size, now: T })
-      yield* Effect.provide(check, context)
-    }))
-
-  it.scoped.skipIf(!Postgres.postgresEnabled)("on PostgreSQL", () =>
-    Effect.gen(function*() {
-      const database = yield* Effect.acquireRelease(
-        Effect.promise(() => Postgres.createTestDatabase()),
-        (d) => Effect.promise(() => d.drop())
-      )
-      const context = yield* Layer.build(
-        storesOver(PgTransferStore).pipe(Layer.provideMerge(PgClientLayer(Redacted.make(database.url))))
-      )
-      yield* Effect.provide(young, context)
-      yield* Effect.promise(() => seedPostgres(database.url, { ...size, now: T }))
-      yield* Effect.provide(check, context)
+      yield* young
+      if (kind === "sqlite") seedSqlite(location, { ...size, now: T })
+      else yield* Effect.promise(() => seedPostgres(location, { ...size, now: T }))
+      yield* check
     }))
 })

@@ -1,17 +1,15 @@
 // Migration 0009 on a database that earlier migrations made and rows fill: its transfers refund nothing yet,
 // its keys keep their answers (SQLite rebuilds the table), and the new CHECKs hold, on SQLite, PostgreSQL and
 // MariaDB.
-import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql/SqlClient"
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe } from "@effect/vitest"
 import { DateTime, Effect, Layer, Option, Redacted } from "effect"
-import { join } from "node:path"
 import { layer as MariaDbClient } from "../../adapters/mariadb/MariaDbClient.ts"
 import { layer as MariaDbTransferStore } from "../../adapters/mariadb/MariaDbTransferStore.ts"
 import { layer as PgClientLayer } from "../../adapters/postgres/PgClient.ts"
 import { layer as PgTransferStore } from "../../adapters/postgres/PgTransferStore.ts"
 import { Dialect } from "../../adapters/sql/Dialect.ts"
-import { migrations, runMigrations } from "../../adapters/sql/Migrations.ts"
+import { runMigrations } from "../../adapters/sql/Migrations.ts"
 import { transferRow } from "../../adapters/sql/TransferRows.ts"
 import { layer as SqliteTransferStore } from "../../adapters/sqlite/SqliteTransferStore.ts"
 import { EventViewsLive } from "../../apps/http/webhooks/EventViewsLive.ts"
@@ -22,13 +20,10 @@ import * as RefundStore from "../../core/payments/RefundStore.ts"
 import { ClientId, Reference, Transfer, TransferId } from "../../core/payments/Transfer.ts"
 import type { TransferStorage } from "../../core/payments/TransferStorage.ts"
 import * as TransferStore from "../../core/payments/TransferStore.ts"
-import * as MariaDb from "../support/MariaDb.ts"
-import * as Postgres from "../support/Postgres.ts"
-import { sqliteClient, tempDir } from "./TempSqlite.ts"
+import { migrationsBefore, onEachDatabase } from "./EachDatabase.ts"
+import { sqliteClient } from "./TempSqlite.ts"
 
-const before0009 = Migrator.make({})({
-  loader: Effect.map(migrations, (all) => all.filter(([id]) => id < 9))
-})
+const before0009 = migrationsBefore(9)
 
 const client = ClientId.make(`cl_${"legacy".padEnd(24, "x")}`)
 const id = (label: string) => TransferId.make(`tr_${label.padEnd(24, "x")}`)
@@ -137,44 +132,22 @@ const storesOver = <E, R>(storage: Layer.Layer<TransferStorage, E, R>) =>
   Layer.merge(TransferStore.layer, RefundStore.layer).pipe(Layer.provide(storage), Layer.provide(EventViewsLive))
 
 describe("migration 0009: refunds on a database with rows", () => {
-  it.scoped("on SQLite, whose rebuilt keys table keeps its indexes", () =>
+  onEachDatabase({
+    sqlite: (location) => storesOver(SqliteTransferStore).pipe(Layer.provideMerge(sqliteClient(location))),
+    postgres: (location) =>
+      storesOver(PgTransferStore).pipe(Layer.provideMerge(PgClientLayer(Redacted.make(location)))),
+    mariadb: (location) =>
+      storesOver(MariaDbTransferStore).pipe(Layer.provideMerge(MariaDbClient(Redacted.make(location))))
+  }, (kind) =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
-      const context = yield* Layer.build(
-        storesOver(SqliteTransferStore).pipe(Layer.provideMerge(sqliteClient(join(dir, "legacy.db"))))
-      )
-      yield* Effect.provide(Effect.zipRight(legacy, check), context)
-      const indexes = yield* Effect.provide(
-        Effect.flatMap(SqlClient, (sql) =>
-          sql<{ name: string; sql: string }>`SELECT name, sql FROM sqlite_master
-            WHERE type = 'index' AND tbl_name = 'idempotency_keys' AND sql IS NOT NULL ORDER BY name`),
-        context
-      )
+      yield* legacy
+      yield* check
+      if (kind !== "sqlite") return
+      // SQLite rebuilt the keys table: it keeps its indexes.
+      const sql = yield* SqlClient
+      const indexes = yield* sql<{ name: string; sql: string }>`SELECT name, sql FROM sqlite_master
+        WHERE type = 'index' AND tbl_name = 'idempotency_keys' AND sql IS NOT NULL ORDER BY name`
       assert.deepStrictEqual(indexes.map((i) => i.name), ["idempotency_keys_started", "idempotency_keys_unanswered"])
       assert.match(indexes[1]!.sql, /WHERE answer IS NULL/)
-    }))
-
-  it.scoped.skipIf(!Postgres.postgresEnabled)("on PostgreSQL", () =>
-    Effect.gen(function*() {
-      const database = yield* Effect.acquireRelease(
-        Effect.promise(() => Postgres.createTestDatabase()),
-        (d) => Effect.promise(() => d.drop())
-      )
-      const context = yield* Layer.build(
-        storesOver(PgTransferStore).pipe(Layer.provideMerge(PgClientLayer(Redacted.make(database.url))))
-      )
-      yield* Effect.provide(Effect.zipRight(legacy, check), context)
-    }))
-
-  it.scoped.skipIf(!MariaDb.mariadbEnabled)("on MariaDB", () =>
-    Effect.gen(function*() {
-      const database = yield* Effect.acquireRelease(
-        Effect.promise(() => MariaDb.createTestDatabase()),
-        (d) => Effect.promise(() => d.drop())
-      )
-      const context = yield* Layer.build(
-        storesOver(MariaDbTransferStore).pipe(Layer.provideMerge(MariaDbClient(Redacted.make(database.url))))
-      )
-      yield* Effect.provide(Effect.zipRight(legacy, check), context)
     }))
 })

@@ -1,17 +1,15 @@
 // Migration 0018 on a database that earlier migrations made and subscriptions fill: it counts each feed's
 // subscriptions once, on the UTC day of their first signup (whatever their status), and a signup after it adds
 // to what it counted. On SQLite, PostgreSQL and MariaDB.
-import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql/SqlClient"
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe } from "@effect/vitest"
 import { DateTime, Effect, Layer, Redacted } from "effect"
-import { join } from "node:path"
 import { layer as MariaDbClient } from "../../adapters/mariadb/MariaDbClient.ts"
 import { layer as MariaDbSubscriptionStore } from "../../adapters/mariadb/MariaDbSubscriptionStore.ts"
 import { layer as PgClientLayer } from "../../adapters/postgres/PgClient.ts"
 import { layer as PgSubscriptionStore } from "../../adapters/postgres/PgSubscriptionStore.ts"
 import { Dialect } from "../../adapters/sql/Dialect.ts"
-import { migrations, runMigrations } from "../../adapters/sql/Migrations.ts"
+import { runMigrations } from "../../adapters/sql/Migrations.ts"
 import { layer as SqliteSubscriptionStore } from "../../adapters/sqlite/SqliteSubscriptionStore.ts"
 import { EventViewsLive } from "../../apps/http/webhooks/EventViewsLive.ts"
 import { Email } from "../../core/shared/Email.ts"
@@ -19,13 +17,10 @@ import { DefaultFeed } from "../../core/subscriptions/Feed.ts"
 import { SubscriberName } from "../../core/subscriptions/Subscription.ts"
 import type { SubscriptionStorage } from "../../core/subscriptions/SubscriptionStorage.ts"
 import * as SubscriptionStore from "../../core/subscriptions/SubscriptionStore.ts"
-import * as MariaDb from "../support/MariaDb.ts"
-import * as Postgres from "../support/Postgres.ts"
-import { sqliteClient, tempDir } from "./TempSqlite.ts"
+import { migrationsBefore, onEachDatabase } from "./EachDatabase.ts"
+import { sqliteClient } from "./TempSqlite.ts"
 
-const before0018 = Migrator.make({})({
-  loader: Effect.map(migrations, (all) => all.filter(([id]) => id < 18))
-})
+const before0018 = migrationsBefore(18)
 
 const Day = 86_400_000
 const day = Math.floor(Date.UTC(2025, 0, 15) / Day)
@@ -84,36 +79,11 @@ const storesOver = <E, R>(storage: Layer.Layer<SubscriptionStorage, E, R>) =>
   SubscriptionStore.layer.pipe(Layer.provide(storage), Layer.provide(EventViewsLive))
 
 describe("migration 0018: signups counted once from the subscriptions", () => {
-  it.scoped("on SQLite", () =>
-    Effect.gen(function*() {
-      const dir = yield* tempDir
-      const context = yield* Layer.build(
-        storesOver(SqliteSubscriptionStore).pipe(Layer.provideMerge(sqliteClient(join(dir, "legacy.db"))))
-      )
-      yield* Effect.provide(Effect.zipRight(legacy, check), context)
-    }))
-
-  it.scoped.skipIf(!Postgres.postgresEnabled)("on PostgreSQL", () =>
-    Effect.gen(function*() {
-      const database = yield* Effect.acquireRelease(
-        Effect.promise(() => Postgres.createTestDatabase()),
-        (d) => Effect.promise(() => d.drop())
-      )
-      const context = yield* Layer.build(
-        storesOver(PgSubscriptionStore).pipe(Layer.provideMerge(PgClientLayer(Redacted.make(database.url))))
-      )
-      yield* Effect.provide(Effect.zipRight(legacy, check), context)
-    }))
-
-  it.scoped.skipIf(!MariaDb.mariadbEnabled)("on MariaDB", () =>
-    Effect.gen(function*() {
-      const database = yield* Effect.acquireRelease(
-        Effect.promise(() => MariaDb.createTestDatabase()),
-        (d) => Effect.promise(() => d.drop())
-      )
-      const context = yield* Layer.build(
-        storesOver(MariaDbSubscriptionStore).pipe(Layer.provideMerge(MariaDbClient(Redacted.make(database.url))))
-      )
-      yield* Effect.provide(Effect.zipRight(legacy, check), context)
-    }))
+  onEachDatabase({
+    sqlite: (location) => storesOver(SqliteSubscriptionStore).pipe(Layer.provideMerge(sqliteClient(location))),
+    postgres: (location) =>
+      storesOver(PgSubscriptionStore).pipe(Layer.provideMerge(PgClientLayer(Redacted.make(location)))),
+    mariadb: (location) =>
+      storesOver(MariaDbSubscriptionStore).pipe(Layer.provideMerge(MariaDbClient(Redacted.make(location))))
+  }, () => Effect.zipRight(legacy, check))
 })
