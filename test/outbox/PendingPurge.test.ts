@@ -2,14 +2,11 @@
 // app runs it, and the test moves the clock (no sleeps).
 import { SqlClient } from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
-import { DateTime, Duration, Effect, Fiber, Layer, TestClock } from "effect"
-import { Email } from "../../core/shared/Email.ts"
-import { DefaultFeed } from "../../core/subscriptions/Feed.ts"
+import { Duration, Effect, Fiber, Layer, TestClock } from "effect"
 import { PendingPurge, PendingPurgeSettings, PurgeBatchSize } from "../../core/subscriptions/PendingPurge.ts"
-import { Event, SubscriberName } from "../../core/subscriptions/Subscription.ts"
 import { SubscriptionStore } from "../../core/subscriptions/SubscriptionStore.ts"
-import { TokenHash } from "../../core/subscriptions/Token.ts"
 import { tempSqliteStore } from "../storage/TempSqlite.ts"
+import { claimAndIssueTokens, confirm, signUp } from "../support/Signups.ts"
 
 const T0 = Date.UTC(2025, 0, 15, 12, 0, 0)
 const Ttl = Duration.days(7)
@@ -27,18 +24,6 @@ const run = <A, E>(self: Effect.Effect<A, E, PendingPurge | SubscriptionStore | 
     return yield* Effect.provide(self, testLayer())
   })
 
-const person = (i: number) => ({
-  name: SubscriberName.make(`Person ${i}`),
-  email: Email.make(`person${i}@example.com`),
-  feed: DefaultFeed
-})
-
-const signUp = (i: number) =>
-  Effect.flatMap(
-    SubscriptionStore,
-    (store) => Effect.flatMap(DateTime.now, (now) => store.subscribe({ ...person(i), now }))
-  )
-
 const count = (table: "subscriptions" | "mail_outbox" | "subscription_tokens") =>
   Effect.flatMap(SqlClient, (sql) => sql<{ n: number }>`SELECT count(*) AS n FROM ${sql(table)}`).pipe(
     Effect.map((rows) => Number(rows[0]!.n)),
@@ -53,19 +38,8 @@ describe("PendingPurge", () => {
       const pending = yield* signUp(1)
       const confirmed = yield* signUp(2)
       // The worker's part, played here: the confirmation mail's tokens, then the click.
-      const now = yield* DateTime.now
-      const entries = yield* store.claimDue(now, DateTime.addDuration(now, Duration.minutes(1)), 10)
-      for (const entry of entries) {
-        yield* store.prepareConfirmations([{
-          entry,
-          tokens: {
-            confirm: { hash: TokenHash.make(`c${entry.id}`), expiresAt: DateTime.addDuration(now, Duration.days(2)) },
-            unsubscribe: { hash: TokenHash.make(`u${entry.id}`) }
-          }
-        }], now)
-      }
-      const confirmEntry = entries.find((e) => e.subscriptionId === confirmed.subscription.id)!
-      yield* store.redeemToken(TokenHash.make(`c${confirmEntry.id}`), "confirm", Event.Confirm(), now)
+      const entries = yield* claimAndIssueTokens(10)
+      yield* confirm(entries.find((e) => e.subscriptionId === confirmed.subscription.id)!)
 
       const job = yield* Effect.fork(purge.run)
       yield* TestClock.adjust(Duration.days(6))

@@ -4,12 +4,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Duration, Effect, Layer, TestClock } from "effect"
 import { Charts } from "../../../core/console/Charts.ts"
 import { ChartDays, dayOf } from "../../../core/console/DailyFigures.ts"
-import { Email } from "../../../core/shared/Email.ts"
-import { DefaultFeed } from "../../../core/subscriptions/Feed.ts"
 import { PendingPurge, PendingPurgeSettings } from "../../../core/subscriptions/PendingPurge.ts"
-import { Event, SubscriberName } from "../../../core/subscriptions/Subscription.ts"
-import { SubscriptionStore } from "../../../core/subscriptions/SubscriptionStore.ts"
-import { ConfirmTokenTtl, TokenHash } from "../../../core/subscriptions/Token.ts"
+import { claimAndIssueTokens, confirm, signUp } from "../../support/Signups.ts"
 import { memoryWorld } from "../usecases/MemoryWorld.ts"
 
 const T0 = Date.UTC(2025, 0, 15, 12, 0, 0)
@@ -21,35 +17,8 @@ const world = () =>
     Layer.provideMerge(memoryWorld())
   )
 
-const person = (i: number) => ({
-  name: SubscriberName.make(`Person ${i}`),
-  email: Email.make(`person${i}@example.com`),
-  feed: DefaultFeed
-})
-
-const signUp = (i: number) =>
-  Effect.flatMap(
-    SubscriptionStore,
-    (store) => Effect.flatMap(DateTime.now, (now) => store.subscribe({ ...person(i), now }))
-  )
-
 // What the outbox worker and the subscriber's click do: the mail's tokens stored, the confirm link used.
-const confirmAll = Effect.gen(function*() {
-  const store = yield* SubscriptionStore
-  const now = yield* DateTime.now
-  const due = yield* store.claimDue(now, DateTime.addDuration(now, Duration.seconds(30)), 100)
-  yield* store.prepareConfirmations(
-    due.map((entry) => ({
-      entry,
-      tokens: {
-        confirm: { hash: TokenHash.make(`c${entry.id}`), expiresAt: DateTime.addDuration(now, ConfirmTokenTtl) },
-        unsubscribe: { hash: TokenHash.make(`u${entry.id}`) }
-      }
-    })),
-    now
-  )
-  for (const entry of due) yield* store.redeemToken(TokenHash.make(`c${entry.id}`), "confirm", Event.Confirm(), now)
-})
+const confirmAll = Effect.flatMap(claimAndIssueTokens(100), (due) => Effect.forEach(due, confirm, { discard: true }))
 
 describe("the list owner's chart", () => {
   it.effect("keeps the signups of a day after the purge deleted those never confirmed", () =>
