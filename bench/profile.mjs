@@ -42,7 +42,18 @@ if (!scenarios[scenario]) {
   console.error(`unknown scenario ${scenario}`)
   process.exit(2)
 }
-const profiled = ["service", "service-pg", "service-mariadb", "service-hooks", "ref1", "ref2", "ref-pg", "ref-mariadb"]
+const profiled = [
+  "service",
+  "service-pg",
+  "service-mariadb",
+  "service-hooks",
+  "ref1",
+  "ref2",
+  "ref-pg",
+  "ref2-pg",
+  "ref-mariadb",
+  "ref2-mariadb"
+]
 if (!profiled.includes(targetName)) {
   console.error(`--target: ${profiled.join(", ")} (a Node process; --cpu-prof is a node flag)`)
   process.exit(2)

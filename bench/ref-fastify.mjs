@@ -1,12 +1,25 @@
 // Reference 2: Fastify + better-sqlite3, doing the service's work for the benchmarked endpoints
 // (bench/lib/reference.mjs), its confirmation mails included (bench/lib/outbox.mjs), with Fastify's own
 // routing, JSON body parser and body limit. Env: PORT, DB_FILE, BASE_URL, SMTP_URL (no mail without it).
+// With --postgres it is ref2-pg: the same server and code on PostgreSQL through pg; with --mariadb, ref2-mariadb:
+// on MariaDB through mysql2 (env DATABASE_URL for both), as ref-node-http.mjs takes them.
 import Fastify from "fastify"
-import { acceptedBodies, announce, makeReference, MaxBodyBytes, mediaTypeOf } from "./lib/reference.mjs"
+import { acceptedBodies, announce, makeReference, MaxBodyBytes, mediaTypeOf, when } from "./lib/reference.mjs"
 
 const port = Number(process.env.PORT ?? 3002)
+const database = [["--postgres", /^postgres(ql)?:/, "postgres://..."], [
+  "--mariadb",
+  /^(mysql|mariadb):/,
+  "mysql://..."
+]]
+  .find(([flag]) => process.argv.includes(flag))
+if (database !== undefined && !database[1].test(process.env.DATABASE_URL ?? "")) {
+  throw new Error(`${database[0]} needs DATABASE_URL=${database[2]}`)
+}
 const ref = await makeReference({
-  filename: process.env.DB_FILE ?? "bench-ref-fastify.db",
+  ...(database !== undefined
+    ? { databaseUrl: process.env.DATABASE_URL }
+    : { filename: process.env.DB_FILE ?? "bench-ref-fastify.db" }),
   baseUrl: process.env.BASE_URL ?? `http://localhost:${port}`,
   smtpUrl: process.env.SMTP_URL
 })
@@ -25,7 +38,11 @@ app.addContentTypeParser(
   (_request, body, done) => done(null, Object.fromEntries(new URLSearchParams(body)))
 )
 
-const send = (reply, r) => reply.code(r.status).headers(r.headers).send(r.body === "" ? undefined : r.body)
+// r: an answer, or (PostgreSQL, MariaDB) a Promise of one, which the handler returns for Fastify to await.
+const send = (reply, r) =>
+  when(r, (r) => {
+    reply.code(r.status).headers(r.headers).send(r.body === "" ? undefined : r.body)
+  })
 
 app.decorateRequest("requestId", "")
 // As the service's edge: a body of another media type is a 415 before anything else.
@@ -66,24 +83,37 @@ app.setNotFoundHandler((request, reply) =>
   send(reply, ref.error("route_not_found", "No such route.", request.requestId))
 )
 
-app.post("/subscribe", (request, reply) => {
-  send(reply, ref.subscribe(request.body ?? {}, request.requestId))
-})
+app.post("/subscribe", (request, reply) => send(reply, ref.subscribe(request.body ?? {}, request.requestId)))
 
-app.post("/merchant/transfers/payment", (request, reply) => {
-  const client = ref.authenticate(request.headers.authorization)
-  if (client === undefined) return send(reply, ref.unauthorized(request.requestId))
-  if (mediaTypeOf(request.headers["content-type"]) !== "application/json") {
-    return send(reply, ref.error("unsupported_media_type", "Content-Type must be application/json.", request.requestId))
-  }
-  send(reply, ref.createTransfer(client, request.body, request.requestId, request.headers["idempotency-key"]))
-})
+app.post(
+  "/merchant/transfers/payment",
+  (request, reply) =>
+    when(ref.authenticate(request.headers.authorization), (client) => {
+      if (client === undefined) return send(reply, ref.unauthorized(request.requestId))
+      if (mediaTypeOf(request.headers["content-type"]) !== "application/json") {
+        return send(
+          reply,
+          ref.error("unsupported_media_type", "Content-Type must be application/json.", request.requestId)
+        )
+      }
+      return send(
+        reply,
+        ref.createTransfer(client, request.body, request.requestId, request.headers["idempotency-key"])
+      )
+    })
+)
 
-app.get("/merchant/transfers/payment/:id", (request, reply) => {
-  const client = ref.authenticate(request.headers.authorization)
-  if (client === undefined) return send(reply, ref.unauthorized(request.requestId))
-  send(reply, ref.getTransfer(client, request.params.id, request.headers["if-none-match"], request.requestId))
-})
+app.get(
+  "/merchant/transfers/payment/:id",
+  (request, reply) =>
+    when(ref.authenticate(request.headers.authorization), (client) => {
+      if (client === undefined) return send(reply, ref.unauthorized(request.requestId))
+      return send(
+        reply,
+        ref.getTransfer(client, request.params.id, request.headers["if-none-match"], request.requestId)
+      )
+    })
+)
 
 app.get("/healthz", (_request, reply) => {
   reply.header("content-type", "application/json").send("{\"status\":\"ok\"}")
@@ -91,6 +121,6 @@ app.get("/healthz", (_request, reply) => {
 
 await app.listen({ port, host: "0.0.0.0" })
 announce(ref, port)
-const stop = () => app.close().then(() => ref.close()).then(() => process.exit(0))
+const stop = () => app.close().then(() => when(ref.close(), () => process.exit(0)))
 process.on("SIGTERM", stop)
 process.on("SIGINT", stop)

@@ -4,17 +4,17 @@
 //
 //   --quick                 2 s per scenario, 1 round, short warm-up (a smoke test)
 //   --deno                  also the Deno app (SQLite through node:sqlite)
-//   --postgres              also the Node app on PostgreSQL (service-pg), its reference (ref-pg: node:http + pg)
-//                           and two processes of the app on one database (service-pg-x2); a throwaway database
-//                           per start, dropped after
-//   --mariadb               also the Node app on MariaDB (service-mariadb) and its reference (ref-mariadb: node:http
-//                           + mysql2); a throwaway database per start, dropped after
+//   --postgres              also the Node app on PostgreSQL (service-pg), its references (ref-pg: node:http + pg;
+//                           ref2-pg: Fastify + pg) and two processes of the app on one database (service-pg-x2);
+//                           a throwaway database per start, dropped after
+//   --mariadb               also the Node app on MariaDB (service-mariadb) and its references (ref-mariadb: node:http
+//                           + mysql2; ref2-mariadb: Fastify + mysql2); a throwaway database per start, dropped after
 //   --scaleout              only service-pg-x2 of the PostgreSQL targets, with service-pg to compare it with
 //   --duration=S --rounds=N --connections=C --warmup=S   override the defaults (10 s, 3, 50, 1 s)
 //   --scenarios=a,b         a subset of approved,approvedIdempotent,replay,declined,notModified,subscribe
 //   --targets=a,b           a subset of the targets the other flags chose (service, ref1, ref2, deno,
-//                           service-pg, ref-pg, service-pg-x2, service-mariadb, ref-mariadb), or service-hooks: the service with one webhook
-//                           endpoint (e.g. --targets=service,service-hooks --scenarios=approved), or baseline:
+//                           service-pg, ref-pg, ref2-pg, service-pg-x2, service-mariadb, ref-mariadb, ref2-mariadb),
+//                           or service-hooks: the service with one webhook endpoint (e.g. --targets=service,service-hooks --scenarios=approved), or baseline:
 //                           the Node app of the checkout at BENCH_BASELINE, built there (a change against main;
 //                           baseline-hooks and, with --postgres, baseline-pg likewise)
 //   --soak[=S]              instead of the rounds: the memory budget over S seconds (600) of every scenario in
@@ -142,11 +142,11 @@ const targetNames = [
   "ref2",
   ...(options.deno ? ["deno"] : []),
   ...(options.postgres
-    ? ["service-pg", ...(options.scaleout ? [] : ["ref-pg"]), "service-pg-x2", "baseline-pg"].filter((t) =>
+    ? ["service-pg", ...(options.scaleout ? [] : ["ref-pg", "ref2-pg"]), "service-pg-x2", "baseline-pg"].filter((t) =>
       t !== "baseline-pg" || options.targets?.includes(t)
     )
     : []),
-  ...(options.mariadb ? ["service-mariadb", "ref-mariadb"] : []),
+  ...(options.mariadb ? ["service-mariadb", "ref-mariadb", "ref2-mariadb"] : []),
   ...["service-hooks", "service-1t", "service-hooks-1t", "baseline", "baseline-hooks"].filter((t) =>
     options.targets?.includes(t)
   )
@@ -161,12 +161,14 @@ for (const t of options.targets ?? []) {
     process.exit(2)
   }
 }
-// The req/s ratios printed: each app against the SQLite references; the app on PostgreSQL against ref-pg
-// too, on MariaDB against ref-mariadb; two instances against one.
+// The req/s ratios printed: each app against the SQLite references; the app on PostgreSQL against ref-pg and
+// ref2-pg too, on MariaDB against ref-mariadb and ref2-mariadb; two instances against one.
 const ratioPairs = [
   ...["service", "deno", "service-pg", "service-mariadb"].flatMap((app) => ["ref1", "ref2"].map((ref) => [app, ref])),
   ["service-pg", "ref-pg"],
+  ["service-pg", "ref2-pg"],
   ["service-mariadb", "ref-mariadb"],
+  ["service-mariadb", "ref2-mariadb"],
   ["service-pg-x2", "service-pg"],
   ["service-pg-x2", "ref-pg"],
   ["service-hooks", "service"],

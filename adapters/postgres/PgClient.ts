@@ -2,7 +2,14 @@ import { PgClient } from "@effect/sql-pg"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import { Cause, Config, Context, Duration, Effect, Exit, FiberRef, Layer, Redacted } from "effect"
-import { makePool, type PgPool, type PoolClient, type QueryCallback, type QueryConfig } from "./PgDriver.ts"
+import {
+  makePool,
+  type PgPool,
+  type PoolClient,
+  PreparedQuery,
+  type QueryCallback,
+  type QueryConfig
+} from "./PgDriver.ts"
 
 // PostgreSQL: one pg Pool, shared by @effect/sql-pg (migrations, readiness, the statements that are not on a
 // hot path) and PgDirect (the stores' hot statements). Every commit is durable: synchronous_commit is checked
@@ -38,7 +45,7 @@ export interface PgDirectShape {
 export class PgDirect extends Context.Tag("PgDirect")<PgDirect, PgDirectShape>() {}
 
 interface Queryable {
-  query(config: QueryConfig, callback: QueryCallback): void
+  query(config: QueryConfig | PreparedQuery, callback: QueryCallback): void
 }
 
 const failed = (cause: unknown) => new SqlError({ cause, message: "Failed to execute statement" })
@@ -46,7 +53,7 @@ const failed = (cause: unknown) => new SqlError({ cause, message: "Failed to exe
 const queryOn = (target: Queryable): PgQuery => (statement, values) =>
   Effect.async((resume) => {
     target.query(
-      { name: statement.name, text: statement.text, values: values as Array<unknown> },
+      new PreparedQuery(statement.name, statement.text, values),
       (err, result) => resume(err ? Effect.fail(failed(err)) : Effect.succeed(result.rows))
     )
   })

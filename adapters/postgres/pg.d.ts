@@ -4,4 +4,10 @@ declare module "pg" {
   export class Pool {
     constructor(config?: unknown)
   }
+  export const types: { getTypeParser(oid: number, format: "text"): (raw: string) => unknown }
+}
+declare module "pg/lib/utils.js" {
+  // A parameter as pg sends it in text format (dates, arrays, buffers, objects as JSON).
+  const utils: { readonly prepareValue: (value: unknown) => unknown }
+  export default utils
 }

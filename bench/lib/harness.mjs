@@ -430,6 +430,12 @@ export const targetDefinitions = {
     command: (extra = []) => [process.execPath, ...extra, "bench/ref-node-http.mjs", "--postgres"],
     database: "postgres"
   },
+  "ref2-pg": {
+    label: "ref2-pg fastify+pg",
+    short: "ref2-pg",
+    command: (extra = []) => [process.execPath, ...extra, "bench/ref-fastify.mjs", "--postgres"],
+    database: "postgres"
+  },
   "service-mariadb": {
     label: "service (node, mariadb)",
     short: "service-mariadb",
@@ -442,6 +448,12 @@ export const targetDefinitions = {
     label: "ref-mariadb node:http+mysql2",
     short: "ref-mariadb",
     command: (extra = []) => [process.execPath, ...extra, "bench/ref-node-http.mjs", "--mariadb"],
+    database: "mariadb"
+  },
+  "ref2-mariadb": {
+    label: "ref2-mariadb fastify+mysql2",
+    short: "ref2-mariadb",
+    command: (extra = []) => [process.execPath, ...extra, "bench/ref-fastify.mjs", "--mariadb"],
     database: "mariadb"
   },
   // The service with one webhook endpoint for its client, registered at a local receiver (bench/webhook-sink.mjs):
