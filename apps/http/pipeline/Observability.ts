@@ -26,6 +26,27 @@ const labels = (key: string, make: () => ReadonlyArray<MetricLabel.MetricLabel>)
   return found
 }
 
+// Those of an answer, found by its route, method and status without making a key of them.
+const answerLabels = new Map<string, Map<string, Map<number, ReadonlyArray<MetricLabel.MetricLabel>>>>()
+const labelsOfAnswer = (method: string, route: string, status: number) => {
+  let byMethod = answerLabels.get(route)
+  if (byMethod === undefined) answerLabels.set(route, byMethod = new Map())
+  let byStatus = byMethod.get(method)
+  if (byStatus === undefined) byMethod.set(method, byStatus = new Map())
+  let found = byStatus.get(status)
+  if (found === undefined) {
+    byStatus.set(
+      status,
+      found = [
+        MetricLabel.make("method", method),
+        MetricLabel.make("route", route),
+        MetricLabel.make("status", String(status))
+      ]
+    )
+  }
+  return found
+}
+
 export const rateLimitedLabels = (limit: string) => labels(`limit ${limit}`, () => [MetricLabel.make("limit", limit)])
 
 export interface Answered {
@@ -49,16 +70,10 @@ export const recordAnswer = (
 ) => {
   const seconds = (performance.now() - answered.startedAt) / 1000
   const { method, route, status } = answered
-  requests.unsafeUpdate(
-    1,
-    labels(`${method} ${route} ${status}`, () => [
-      MetricLabel.make("method", method),
-      MetricLabel.make("route", route),
-      MetricLabel.make("status", String(status))
-    ])
-  )
+  requests.unsafeUpdate(1, labelsOfAnswer(method, route, status))
   requestDuration.unsafeUpdate(seconds, labels(route, () => [MetricLabel.make("route", route)]))
-  if (LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), accessLevel)) return
+  // LogLevel.greaterThan, without its Order's calls.
+  if (fiber.getFiberRef(FiberRef.currentMinimumLogLevel).ordinal > accessLevel.ordinal) return
   writeAccessLine({
     fiberId: fiber.id().id,
     method,

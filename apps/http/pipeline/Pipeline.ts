@@ -248,7 +248,9 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
         : Effect.map(respond(requestId, effect), (r) => cors.answer(request.method, pathname, request.headers, r))
       const headed = request.method === "HEAD" ? Effect.map(answered, headLength) : answered
       forkingRequestId = requestId
-      const fiber = Runtime.runFork(runtime)(
+      // Runtime.runFork(runtime)(effect) would make a closure and an array of arguments first.
+      const fiber = Runtime.runFork(
+        runtime,
         options.tracing ? traced(headed, request.method, routeTemplate) : headed,
         forkOptions
       )
