@@ -122,12 +122,12 @@ export const makeResponder = (baseUrl: string, isUnavailable: (error: unknown) =
     requestId: string,
     effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
   ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> => {
-    const withId = (response: HttpServerResponse.HttpServerResponse) =>
-      HttpServerResponse.setHeader(response, RequestIdHeader, requestId)
     // One step for both outcomes: a success only gets its request id.
     return Effect.matchCauseEffect(effect, {
-      onSuccess: (response) => Effect.succeed(withId(response)),
+      onSuccess: (response) => Effect.succeed(HttpServerResponse.setHeader(response, RequestIdHeader, requestId)),
       onFailure: (cause) => {
+        const withId = (response: HttpServerResponse.HttpServerResponse) =>
+          HttpServerResponse.setHeader(response, RequestIdHeader, requestId)
         const known = toApiError(cause)
         if (known !== undefined) return Effect.succeed(withId(render(known, requestId)))
         if (Cause.isInterruptedOnly(cause)) return Effect.succeed(withId(HttpServerResponse.empty({ status: 499 })))

@@ -26,7 +26,7 @@ const labels = (key: string, make: () => ReadonlyArray<MetricLabel.MetricLabel>)
   return found
 }
 
-// Those of an answer, found by its route, method and status without making a key of them.
+// Those of an answer, found by its route, method and status without making a key or a closure for them.
 const answerLabels = new Map<string, Map<string, Map<number, ReadonlyArray<MetricLabel.MetricLabel>>>>()
 const labelsOfAnswer = (method: string, route: string, status: number) => {
   let byMethod = answerLabels.get(route)
@@ -44,6 +44,13 @@ const labelsOfAnswer = (method: string, route: string, status: number) => {
       ]
     )
   }
+  return found
+}
+
+const routeLabels = new Map<string, ReadonlyArray<MetricLabel.MetricLabel>>()
+const labelsOfRoute = (route: string) => {
+  let found = routeLabels.get(route)
+  if (found === undefined) routeLabels.set(route, found = [MetricLabel.make("route", route)])
   return found
 }
 
@@ -71,7 +78,7 @@ export const recordAnswer = (
   const seconds = (performance.now() - answered.startedAt) / 1000
   const { method, route, status } = answered
   requests.unsafeUpdate(1, labelsOfAnswer(method, route, status))
-  requestDuration.unsafeUpdate(seconds, labels(route, () => [MetricLabel.make("route", route)]))
+  requestDuration.unsafeUpdate(seconds, labelsOfRoute(route))
   // LogLevel.greaterThan, without its Order's calls.
   if (fiber.getFiberRef(FiberRef.currentMinimumLogLevel).ordinal > accessLevel.ordinal) return
   writeAccessLine({
