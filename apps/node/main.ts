@@ -1,7 +1,7 @@
 import "./SupportedNode.ts"
 import { Cookies, type HttpServerResponse } from "@effect/platform"
 import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Effect, Exit, FiberId, Layer, Stream } from "effect"
+import { Cause, Effect, FiberId, Layer, Stream } from "effect"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { type Duplex, Readable } from "node:stream"
 import { openBetterSqlite3 } from "../../adapters/sqlite/BetterSqlite3.ts"
@@ -31,18 +31,32 @@ const readBody = (request: IncomingMessage, maxBytes: number) =>
     request.on("close", () => request.complete || reject(new Error("the client hung up")))
   })
 
-const incoming = (
-  request: IncomingMessage,
-  text = (maxBytes: number) => readBody(request, maxBytes)
-): IncomingRequest => ({
-  method: request.method ?? "GET",
-  url: request.url ?? "/",
-  headers: request.headers as RequestHeaders,
-  remoteAddress: request.socket.remoteAddress,
-  httpVersion: request.httpVersion,
-  rawHeaders: () => request.rawHeaders,
-  text
-})
+// The request as the pipeline reads it: a class, so a request costs one object and no closures.
+class NodeRequest implements IncomingRequest {
+  readonly method: string
+  readonly url: string
+  readonly headers: RequestHeaders
+  readonly httpVersion: string
+  readonly #request: IncomingMessage
+  readonly #body: ((maxBytes: number) => Promise<string>) | undefined
+  constructor(request: IncomingMessage, body?: (maxBytes: number) => Promise<string>) {
+    this.method = request.method ?? "GET"
+    this.url = request.url ?? "/"
+    this.headers = request.headers as RequestHeaders
+    this.httpVersion = request.httpVersion
+    this.#request = request
+    this.#body = body
+  }
+  get remoteAddress() {
+    return this.#request.socket.remoteAddress
+  }
+  rawHeaders() {
+    return this.#request.rawHeaders
+  }
+  text(maxBytes: number) {
+    return this.#body === undefined ? readBody(this.#request, maxBytes) : this.#body(maxBytes)
+  }
+}
 
 // What follows a CONNECT's head is the tunnel's bytes, not a body.
 const noBody = () => Promise.resolve("")
@@ -80,24 +94,23 @@ const failed = (response: ServerResponse, error: unknown) => {
 }
 
 const answer = (pipeline: Pipeline) => (request: IncomingMessage, response: ServerResponse) => {
-  const method = request.method ?? "GET"
   let fiber: ReturnType<Pipeline>
   try {
-    fiber = pipeline(incoming(request))
+    fiber = pipeline(new NodeRequest(request))
   } catch (error) {
     return failed(response, error)
   }
-  fiber.addObserver(Exit.match({
-    onSuccess: (r) => {
-      try {
-        write(method, response, r)
-      } catch (error) {
-        failed(response, error)
-      }
-    },
-    onFailure: (cause) => response.destroy(Cause.squash(cause) as Error)
-  }))
-  if (!response.writableFinished) {
+  const method = request.method ?? "GET"
+  fiber.addObserver((exit) => {
+    if (exit._tag === "Failure") return void response.destroy(Cause.squash(exit.cause) as Error)
+    try {
+      write(method, response, exit.value)
+    } catch (error) {
+      failed(response, error)
+    }
+  })
+  // A fiber already done has its answer written: only one still running waits for the client to go away.
+  if (fiber.unsafePoll() === null) {
     response.once("close", () => response.writableFinished || fiber.unsafeInterruptAsFork(FiberId.none))
   }
 }
@@ -129,7 +142,7 @@ const ServerLive = Layer.scopedDiscard(Effect.gen(function*() {
   // the pipeline answers it like any request.
   server.on("connect", (request: IncomingMessage, socket: Duplex) => {
     try {
-      answerOnSocket(pipeline(incoming(request, noBody)), request.method ?? "CONNECT", socket)
+      answerOnSocket(pipeline(new NodeRequest(request, noBody)), request.method ?? "CONNECT", socket)
     } catch (error) {
       Effect.runFork(Effect.logError("request failed outside the pipeline", Cause.die(error)))
       socket.destroy()

@@ -1,9 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Runtime, Schema } from "effect"
+import { Effect, Equal, FiberRef, FiberRefs, Logger, LogLevel, Runtime, Schema } from "effect"
 import { Health } from "../../apps/http/Api.ts"
 import { CurrentRequestId, currentRequestId } from "../../apps/http/pipeline/Edge.ts"
 import { successEncoder } from "../../apps/http/pipeline/Endpoint.ts"
-import { withRequestId } from "../../apps/http/pipeline/Pipeline.ts"
+import { forkedRefs, withRequestId } from "../../apps/http/pipeline/Pipeline.ts"
 
 // What the pipeline keeps from one request to the next, or skips, to allocate less per request
 // (docs/decisions/0057): each answers as the plain way does.
@@ -43,5 +43,30 @@ describe("per request", () => {
       ])
       assert.isFalse(runtime.fiberRefs.locals.has(CurrentRequestId))
       assert.strictEqual(yield* currentRequestId, "")
+    }))
+
+  it("a fiber forked from the kept refs reads every ref as one forked from all the app's", () =>
+    Effect.gen(function*() {
+      const custom = FiberRef.unsafeMake("initial")
+      const app = yield* Effect.runtime<never>().pipe(
+        Effect.locally(custom, "set"),
+        Effect.locally(FiberRef.currentSchedulingPriority, 0),
+        Logger.withMinimumLogLevel(LogLevel.Warning),
+        Effect.withTracerEnabled(false)
+      )
+      const lean = Runtime.make({ ...app, fiberRefs: forkedRefs(app.fiberRefs) })
+      assert.isBelow(lean.fiberRefs.locals.size, app.fiberRefs.locals.size)
+      const refsOf = (runtime: Runtime.Runtime<never>) =>
+        new Promise<FiberRefs.FiberRefs>((ok) =>
+          Runtime.runFork(runtime)(
+            Effect.withFiberRuntime<FiberRefs.FiberRefs>((fiber) => Effect.succeed(fiber.getFiberRefs()))
+          )
+            .addObserver((exit) => exit._tag === "Success" && ok(exit.value))
+        )
+      const [all, kept] = yield* Effect.promise(() => Promise.all([refsOf(app), refsOf(lean)]))
+      for (const ref of [...FiberRefs.fiberRefs(app.fiberRefs), ...FiberRefs.fiberRefs(all)]) {
+        assert.isTrue(Equal.equals(FiberRefs.getOrDefault(kept, ref), FiberRefs.getOrDefault(all, ref)))
+      }
+      assert.strictEqual(FiberRefs.getOrDefault(kept, custom), "set")
     }))
 })

@@ -33,8 +33,20 @@ export interface AccessEntry {
   readonly clientId: string
 }
 
+// The lines of one millisecond share its timestamp, made once.
+let stampedAt = Number.NaN
+let stamp = ""
+const timestamp = () => {
+  const now = Date.now()
+  if (now !== stampedAt) {
+    stampedAt = now
+    stamp = new Date(now).toISOString()
+  }
+  return stamp
+}
+
 export const writeAccessLine = (entry: AccessEntry, format: "json" | "text") => {
-  const now = new Date().toISOString()
+  const now = timestamp()
   const message = `${entry.method} ${entry.route} ${entry.status} ${entry.durationMs} ms`
   const client = entry.clientId === "" ? "" : entry.clientId
   if (format === "json") {

@@ -121,22 +121,28 @@ export const makeResponder = (baseUrl: string, isUnavailable: (error: unknown) =
   const respond = <E, R>(
     requestId: string,
     effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
-  ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> =>
-    effect.pipe(
-      Effect.catchAllCause((cause) => {
+  ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> => {
+    // One step for both outcomes: a success only gets its request id.
+    return Effect.matchCauseEffect(effect, {
+      onSuccess: (response) => Effect.succeed(HttpServerResponse.setHeader(response, RequestIdHeader, requestId)),
+      onFailure: (cause) => {
+        const withId = (response: HttpServerResponse.HttpServerResponse) =>
+          HttpServerResponse.setHeader(response, RequestIdHeader, requestId)
         const known = toApiError(cause)
-        if (known !== undefined) return Effect.succeed(render(known, requestId))
-        if (Cause.isInterruptedOnly(cause)) return Effect.succeed(HttpServerResponse.empty({ status: 499 }))
+        if (known !== undefined) return Effect.succeed(withId(render(known, requestId)))
+        if (Cause.isInterruptedOnly(cause)) return Effect.succeed(withId(HttpServerResponse.empty({ status: 499 })))
         // Not logged per request: the background loops log the outage once (docs/operations.md).
         if (storageAway(cause)) {
-          return Effect.succeed(render(storageUnavailable, requestId, { "retry-after": String(StorageRetryAfter) }))
+          return Effect.succeed(
+            withId(render(storageUnavailable, requestId, { "retry-after": String(StorageRetryAfter) }))
+          )
         }
         return Effect.as(
           Effect.annotateLogs(Effect.logError("request failed", cause), "request_id", requestId),
-          render(apiError("internal_error", "An internal error occurred."), requestId)
+          withId(render(apiError("internal_error", "An internal error occurred."), requestId))
         )
-      }),
-      Effect.map((response) => HttpServerResponse.setHeader(response, RequestIdHeader, requestId))
-    )
+      }
+    })
+  }
   return { render, respond }
 }

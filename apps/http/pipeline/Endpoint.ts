@@ -209,8 +209,13 @@ export const compileEndpoint = (
   // the same one. The steps are made once here and take the request's state as arguments: a request allocates
   // its arguments and the closures of the decoders it runs, not a closure per step.
   // The handler's requirements are in its group's context, which the fiber runs on.
+  // A flatMap to a value made once, rather than Effect.map, whose every call adds two closures and a step.
+  const encoded = (value: unknown) => Effect.succeed(encode(value))
   const call = (args: HandlerArgs, html: Form | undefined) =>
-    Effect.map(handler(args) as Effect.Effect<unknown, unknown>, html?.success ?? encode)
+    Effect.flatMap(
+      handler(args) as Effect.Effect<unknown, unknown>,
+      html === undefined ? encoded : (value) => Effect.succeed(html.success(value))
+    )
   const withQuery = (args: HandlerArgs, query: string, html: Form | undefined) =>
     decodeQuery === undefined ? call(args, html) : decodeQuery(queryRecord(query), (q) => {
       args.urlParams = q

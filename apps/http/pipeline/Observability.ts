@@ -26,6 +26,34 @@ const labels = (key: string, make: () => ReadonlyArray<MetricLabel.MetricLabel>)
   return found
 }
 
+// Those of an answer, found by its route, method and status without making a key or a closure for them.
+const answerLabels = new Map<string, Map<string, Map<number, ReadonlyArray<MetricLabel.MetricLabel>>>>()
+const labelsOfAnswer = (method: string, route: string, status: number) => {
+  let byMethod = answerLabels.get(route)
+  if (byMethod === undefined) answerLabels.set(route, byMethod = new Map())
+  let byStatus = byMethod.get(method)
+  if (byStatus === undefined) byMethod.set(method, byStatus = new Map())
+  let found = byStatus.get(status)
+  if (found === undefined) {
+    byStatus.set(
+      status,
+      found = [
+        MetricLabel.make("method", method),
+        MetricLabel.make("route", route),
+        MetricLabel.make("status", String(status))
+      ]
+    )
+  }
+  return found
+}
+
+const routeLabels = new Map<string, ReadonlyArray<MetricLabel.MetricLabel>>()
+const labelsOfRoute = (route: string) => {
+  let found = routeLabels.get(route)
+  if (found === undefined) routeLabels.set(route, found = [MetricLabel.make("route", route)])
+  return found
+}
+
 export const rateLimitedLabels = (limit: string) => labels(`limit ${limit}`, () => [MetricLabel.make("limit", limit)])
 
 export interface Answered {
@@ -49,16 +77,10 @@ export const recordAnswer = (
 ) => {
   const seconds = (performance.now() - answered.startedAt) / 1000
   const { method, route, status } = answered
-  requests.unsafeUpdate(
-    1,
-    labels(`${method} ${route} ${status}`, () => [
-      MetricLabel.make("method", method),
-      MetricLabel.make("route", route),
-      MetricLabel.make("status", String(status))
-    ])
-  )
-  requestDuration.unsafeUpdate(seconds, labels(route, () => [MetricLabel.make("route", route)]))
-  if (LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), accessLevel)) return
+  requests.unsafeUpdate(1, labelsOfAnswer(method, route, status))
+  requestDuration.unsafeUpdate(seconds, labelsOfRoute(route))
+  // LogLevel.greaterThan, without its Order's calls.
+  if (fiber.getFiberRef(FiberRef.currentMinimumLogLevel).ordinal > accessLevel.ordinal) return
   writeAccessLine({
     fiberId: fiber.id().id,
     method,

@@ -1,5 +1,18 @@
 import { type HttpApi, type HttpApiEndpoint, type HttpApiGroup, HttpServerResponse } from "@effect/platform"
-import { Cause, Context, Effect, Exit, type Fiber, type FiberId, type FiberRefs, Layer, Option, Runtime } from "effect"
+import {
+  Cause,
+  Context,
+  Effect,
+  Equal,
+  Exit,
+  type Fiber,
+  type FiberId,
+  FiberRef,
+  FiberRefs,
+  Layer,
+  Option,
+  Runtime
+} from "effect"
 import { SiteSettings } from "../../../core/shared/SiteSettings.ts"
 import { StorageHealth } from "../../../core/shared/StorageHealth.ts"
 import { apiError } from "./ApiError.ts"
@@ -75,7 +88,8 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
 ): Effect.Effect<Pipeline, never, HttpApiGroup.ApiGroup<ApiId, Groups["identifier"]> | SiteSettings | StorageHealth> =>
   Effect.gen(function*() {
     const { render, respond } = makeResponder((yield* SiteSettings).baseUrl, (yield* StorageHealth).isUnavailable)
-    const base = yield* Effect.runtime<never>()
+    const app = yield* Effect.runtime<never>()
+    const base = Runtime.make({ ...app, fiberRefs: forkedRefs(app.fiberRefs) })
     const shared = Option.getOrUndefined(yield* Effect.serviceOption(SharedLimiter))
     const bodyTooLarge = () => apiError("body_too_large", "The request body is too large.")
     const readBody = (request: IncomingRequest) =>
@@ -248,7 +262,9 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
         : Effect.map(respond(requestId, effect), (r) => cors.answer(request.method, pathname, request.headers, r))
       const headed = request.method === "HEAD" ? Effect.map(answered, headLength) : answered
       forkingRequestId = requestId
-      const fiber = Runtime.runFork(runtime)(
+      // Runtime.runFork(runtime)(effect) would make a closure and an array of arguments first.
+      const fiber = Runtime.runFork(
+        runtime,
         options.tracing ? traced(headed, request.method, routeTemplate) : headed,
         forkOptions
       )
@@ -265,6 +281,22 @@ export const makePipeline = <ApiId extends string, Groups extends HttpApiGroup.H
       return fiber
     }
   })
+
+// The refs a request's fiber starts from: the app's, less those that need no copy. Every fork copies each ref
+// it is given into the new fiber's own map, so the context (which the fork sets anew), the runtime flags (which a
+// fiber refreshes before anyone reads them) and the refs still at their initial value (which a fiber reads when
+// it has none) are left out: each fiber reads the very same values, from fewer entries.
+export const forkedRefs = (refs: FiberRefs.FiberRefs): FiberRefs.FiberRefs => {
+  const initial = FiberRefs.empty()
+  let kept = refs
+  for (const ref of FiberRefs.fiberRefs(refs)) {
+    if (
+      ref === FiberRef.currentContext || ref === FiberRef.currentRuntimeFlags ||
+      Equal.equals(FiberRefs.getOrDefault(refs, ref), FiberRefs.getOrDefault(initial, ref))
+    ) kept = FiberRefs.delete(kept, ref)
+  }
+  return kept
+}
 
 // The request id as the fiber's own value of CurrentRequestId. The refs handed to updateRefs are the new fiber's
 // own copy (Runtime.runFork has just made them from the runtime's), so the id is set in them rather than in a

@@ -48,12 +48,10 @@ export const secured = (
     for (const [, security] of schemes) {
       if (security._tag !== "Bearer") throw new Error(`${tag.key}: the pipeline reads Bearer credentials only`)
     }
+    const [first, ...others] = schemes.map(([key]) => service[key]!)
     const authenticate = (request: IncomingRequest) => {
       const credential = Redacted.make((request.headers.authorization ?? "").slice(BearerPrefixLength))
-      return schemes.slice(1).reduce(
-        (effect, [key]) => Effect.catchAll(effect, () => service[key]!(credential)),
-        service[schemes[0]![0]]!(credential)
-      )
+      return others.reduce((effect, next) => Effect.catchAll(effect, () => next(credential)), first!(credential))
     }
     const inner = run
     const provides = tag.provides as Context.Tag<any, any> | undefined
