@@ -188,19 +188,24 @@ export class WebhookWorker extends Effect.Service<WebhookWorker>()("WebhookWorke
         // A failed delivery is due when its endpoint is tried again: the backlog moves with the endpoint. One its
         // receiver refused while the endpoint took others waits on its own (rowDelay), or it would be sent again
         // at once, pass after pass. Its attempt is recorded with the time of its round's answers.
-        const done = yield* DateTime.now
+        // Only the failures take a step each: a pass whose every delivery succeeded makes none.
+        const failures = outcomes.flatMap(({ answer, at }, i) =>
+          answer === undefined ? [] : [{ delivery: due[i]!, answer, at }]
+        )
         const failure = laneFailure(lane)
+        if (failures.length === 0) return failure === undefined
+        const done = yield* DateTime.now
         const nextAttempt = (delivery: Delivery) =>
           failure === undefined
             ? Effect.map(Random.next, (r) => DateTime.addDuration(done, rowDelay(delivery.attempts + 1, r)))
             : Effect.succeed(failure.retryAt)
-        const failed = ({ answer, at }: { answer: Answer | undefined; at: DateTime.Utc }, i: number) =>
-          answer === undefined ? Effect.void : Effect.flatMap(nextAttempt(due[i]!), (next) =>
+        const failed = ({ answer, at, delivery }: { delivery: Delivery; answer: Answer; at: DateTime.Utc }) =>
+          Effect.flatMap(nextAttempt(delivery), (next) =>
             Effect.tap(
-              store.failed(due[i]!.id, next, failureOf(answer), failedAttempt(at, answer)),
-              () => held.done([due[i]!.id])
+              store.failed(delivery.id, next, failureOf(answer), failedAttempt(at, answer)),
+              () => held.done([delivery.id])
             ))
-        yield* Effect.forEach(outcomes, failed, { discard: true })
+        yield* Effect.forEach(failures, failed, { discard: true })
         return failure === undefined
       })
 
