@@ -33,7 +33,21 @@ export interface MariaDbDirectShape {
   readonly matched: (sql: string, values: ReadonlyArray<unknown>) => Effect.Effect<number, SqlError>
   // Runs `work` in one transaction (transactionOf); work already in one joins it.
   readonly transaction: <A, E, R>(work: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
+  // Runs `body` (statements separated by ";", whose `?` mysql2 fills in from `values`, escaped) in one transaction
+  // of its own, in one round trip: START TRANSACTION, the body, COMMIT; `then` reads the body's results, in order.
+  // A statement that fails stops the body with the transaction open: `recover` ends it (COMMIT or ROLLBACK through
+  // `send`, on the same connection), and answers or fails.
+  readonly script: <A>(
+    body: string,
+    values: ReadonlyArray<unknown>,
+    then: (results: ReadonlyArray<unknown>) => A,
+    recover: (error: SqlError, send: (sql: string) => Effect.Effect<unknown, SqlError>) => Effect.Effect<A, SqlError>
+  ) => Effect.Effect<A, SqlError>
 }
+
+// The usual ending of a script that failed: ROLLBACK, and the failure.
+export const rollBack = (error: SqlError, send: (sql: string) => Effect.Effect<unknown, SqlError>) =>
+  Effect.zipRight(send("ROLLBACK"), Effect.fail(error))
 
 // The direct path over a SqlClient's pool, as MariaDbClient.ts made them together: the stores need only the
 // SqlClient.
@@ -135,13 +149,12 @@ export const makeDirect = (pool: DirectPool, limits: string, tracing: boolean): 
       )
     )
   })
+  const preamble = `${limits}SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; `
+  const preambleResults = preamble.split(";").length - 1
   const begin = (connection: PooledConnection) =>
     set.has(connection)
       ? simple(connection, "START TRANSACTION")
-      : Effect.tap(
-        simple(connection, `${limits}SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION`),
-        () => set.add(connection)
-      )
+      : Effect.tap(simple(connection, `${preamble}START TRANSACTION`), () => set.add(connection))
   const open = <A, E, R>(work: Effect.Effect<A, E, R>) =>
     Effect.acquireUseRelease(
       connect,
@@ -163,6 +176,26 @@ export const makeDirect = (pool: DirectPool, limits: string, tracing: boolean): 
       Effect.serviceOption(TransactionConnection),
       (current) => Option.isSome(current) ? work : tracing ? traced(open(work), "sql transaction") : open(work)
     )
+  const script: MariaDbDirectShape["script"] = (body, values, then, recover) => {
+    const run = Effect.acquireUseRelease(
+      connect,
+      (connection) => {
+        const fresh = !set.has(connection)
+        return Effect.matchEffect(
+          simple(connection, `${fresh ? preamble : ""}START TRANSACTION; ${body}; COMMIT`, values),
+          {
+            onSuccess: (results) => {
+              if (fresh) set.add(connection)
+              return Effect.succeed(then((results as Array<unknown>).slice(fresh ? preambleResults + 1 : 1, -1)))
+            },
+            onFailure: (error) => recover(error, (sql) => simple(connection, sql))
+          }
+        )
+      },
+      (connection) => Effect.sync(() => connection.release())
+    ).pipe(Effect.retry({ while: isRetryable, times: 100 }))
+    return tracing ? traced(run, "sql script", body) : run
+  }
   // On the transaction's connection if the fiber is in one, else on the pool.
   const run = (sql: string, values: ReadonlyArray<unknown>) => {
     const statement = Effect.flatMap(Effect.serviceOption(TransactionConnection), (current) =>
@@ -176,6 +209,7 @@ export const makeDirect = (pool: DirectPool, limits: string, tracing: boolean): 
   return {
     query: (sql, values) => Effect.map(run(sql, values), rowsOf),
     matched: (sql, values) => Effect.map(run(sql, values), matchedOf),
-    transaction
+    transaction,
+    script
   }
 }

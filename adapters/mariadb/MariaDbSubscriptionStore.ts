@@ -14,7 +14,7 @@ import {
   subscriptionOf,
   tokenOf
 } from "../sql/SubscriptionRows.ts"
-import { MariaDbDirect } from "./MariaDbDirect.ts"
+import { errnoOf, MariaDbDirect, rollBack } from "./MariaDbDirect.ts"
 import {
   claim,
   eventStatements,
@@ -38,6 +38,13 @@ const queueConfirmation = `INSERT INTO mail_outbox (kind, subscription_id, creat
   VALUES ('confirmation', ?, ?, ?)`
 // In the row of the subscription's slot (adapters/sql/DayRows.ts).
 const countSignup = `INSERT INTO signup_days (day, feed, slot, signups) VALUES (?, ?, ?, 1)
+  ON DUPLICATE KEY UPDATE signups = signups + 1`
+
+// The combined insertSubscriptionAndQueue, one script (MariaDbDirect.ts): the outbox row and the signup's count
+// follow a subscription the first statement inserted (one already there stops the script: 1062).
+const insertSubscriptionAndQueue = `${insertSubscription}; SET @subscription = LAST_INSERT_ID();
+  INSERT INTO mail_outbox (kind, subscription_id, created_at, next_attempt_at) VALUES ('confirmation', @subscription, ?, ?);
+  INSERT INTO signup_days (day, feed, slot, signups) VALUES (?, ?, @subscription % ${SignupSlots}, 1)
   ON DUPLICATE KEY UPDATE signups = signups + 1`
 
 // The subscription storage on MariaDB. The unique (email_key, feed) constraint decides between
@@ -137,6 +144,15 @@ export const make = Effect.gen(function*() {
 
   return SubscriptionStorage.of({
     ...unitOfWork<SubscriptionTx>(direct, statements),
+    combined: {
+      insertSubscriptionAndQueue: (s, day) =>
+        direct.script(
+          insertSubscriptionAndQueue,
+          [s.email, s.emailKey, s.name, s.feed, s.status, ms(s.now), ms(s.now), ms(s.now), ms(s.now), day, s.feed],
+          (results) => Option.map(Option.fromNullable((results[0] as Array<unknown>)[0]), subscriptionOf),
+          (error, send) => errnoOf(error) === 1062 ? Effect.as(send("ROLLBACK"), Option.none()) : rollBack(error, send)
+        ).pipe(Effect.orDie)
+    },
     findFeed: (name) => Effect.orDie(first(direct.query(feedByName, [name]), feedOf)),
     listFeeds: listFeeds(sql),
     token: (hash, purpose) => Effect.orDie(selectToken(hash, purpose)),

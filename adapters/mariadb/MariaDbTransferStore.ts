@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, identity, Layer } from "effect"
-import { type ClientId, type Transfer, type TransferId, UnsettledTransfers } from "../../core/payments/Transfer.ts"
+import { type ClientId, type TransferId, UnsettledTransfers } from "../../core/payments/Transfer.ts"
 import { TransferStorage, type TransferTx } from "../../core/payments/TransferStorage.ts"
 import { dayTotals } from "../sql/DayRows.ts"
 import {
@@ -8,7 +8,6 @@ import {
   Balance,
   balanceParams,
   type BalanceRow,
-  KeyColumns,
   type KeyRow,
   listTransfers,
   outcomeRow,
@@ -16,11 +15,22 @@ import {
   toKeyRecord,
   toTransfer,
   TransferColumns,
-  type TransferRow,
-  transferRow
+  type TransferRow
 } from "../sql/TransferRows.ts"
 import { MariaDbDirect } from "./MariaDbDirect.ts"
 import { mariaDbRefundStatements, mariaDbRefundStorage } from "./MariaDbRefundStatements.ts"
+import {
+  addToBalance,
+  answerWaiting,
+  insertKey,
+  insertTransfer,
+  keepAnswer,
+  keyRecord,
+  keyWhere,
+  mariaDbCombined,
+  transferValues,
+  updateOutcome
+} from "./MariaDbTransferCombined.ts"
 import {
   asChar,
   eventStatements,
@@ -35,34 +45,14 @@ import {
 
 const transferColumns = asChar(TransferColumns)
 
-// The hot statements, prepared on MariaDbDirect; listing, balances, clients and the reconciler's claims stay on
-// @effect/sql.
-const fields = TransferColumns.replace(/CAST\((\w+) AS TEXT\) AS \1/g, "$1").split(",").map((c) => c.trim())
-const insertTransfer = `INSERT INTO transfers (${fields.join(", ")}) VALUES (${fields.map(() => "?").join(", ")})`
-const transferValues = (t: Transfer) => {
-  const row: Record<string, unknown> = transferRow(t, identity)
-  return fields.map((f) => row[f])
-}
-const keyWhere = "client_id = ? AND idempotency_key = ?"
-const keyRecord = `SELECT ${KeyColumns} FROM idempotency_keys WHERE ${keyWhere}`
+// The hot statements, prepared on MariaDbDirect (the combined operations' among them); listing, balances, clients
+// and the reconciler's claims stay on @effect/sql.
 const lockKey = `${keyRecord} FOR UPDATE`
-const insertKey = `INSERT INTO idempotency_keys (client_id, idempotency_key, request_hash, request_id, started_at)
-  VALUES (?, ?, ?, ?, ?)`
 const restartKey = `UPDATE idempotency_keys SET started_at = ?, request_id = ?, request_hash = ?, answer = NULL,
   transfer_id = NULL, refund_id = NULL WHERE ${keyWhere}`
-const keepAnswer = `UPDATE idempotency_keys SET answer = ?, transfer_id = ?, refund_id = ?
-  WHERE ${keyWhere} AND answer IS NULL`
-const answerWaiting = `UPDATE idempotency_keys SET answer = 'transfer_made', transfer_id = ?
-  WHERE client_id = ? AND request_hash = ? AND answer IS NULL`
 const releaseKey = `DELETE FROM idempotency_keys WHERE ${keyWhere} AND answer IS NULL`
 const holderOf = `SELECT id FROM transfers WHERE client_id = ? AND reference = ?`
-// The outcome onto the transfer if its status is one of `from` (as many parameters as it has statuses).
-const updateOutcome = (from: number) =>
-  `UPDATE transfers SET status = ?, failure_code = ?, decline_code = ?, authorization_code = ?, reconciled_at = ?,
-  reconcile_at = NULL WHERE id = ? AND status IN (${Array.from({ length: from }, () => "?").join(", ")})`
 const deleteTransfer = `DELETE FROM transfers WHERE id = ? AND status = ?`
-const addToBalance = `INSERT INTO balances (client_id, merchant_id, currency, amount) VALUES (?, ?, ?, ?)
-  ON DUPLICATE KEY UPDATE amount = amount + VALUES(amount)`
 const transferById = `SELECT ${transferColumns} FROM transfers WHERE client_id = ? AND id = ?`
 const transferByReference = `SELECT ${transferColumns} FROM transfers WHERE client_id = ? AND reference = ?`
 const clientByKeyHash = `SELECT id, name FROM api_clients WHERE key_hash = ?`
@@ -106,6 +96,7 @@ export const make = Effect.gen(function*() {
   return TransferStorage.of({
     ...unitOfWork<TransferTx>(direct, statements),
     ...mariaDbRefundStorage(sql, direct),
+    combined: mariaDbCombined(direct),
     createClient: (client, keyHash, now) =>
       Effect.orDie(sql`INSERT INTO api_clients (id, name, key_hash, created_at)
         VALUES (${client.id}, ${client.name}, ${keyHash}, ${ms(now)})`),
