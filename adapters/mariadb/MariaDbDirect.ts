@@ -45,9 +45,10 @@ export interface MariaDbDirectShape {
   ) => Effect.Effect<A, SqlError>
 }
 
-// The usual ending of a script that failed: ROLLBACK, and the failure.
+// The usual ending of a script that failed: ROLLBACK, and the failure (its own, whatever the ROLLBACK met: on a
+// connection that went away, the server ends the transaction itself).
 export const rollBack = (error: SqlError, send: (sql: string) => Effect.Effect<unknown, SqlError>) =>
-  Effect.zipRight(send("ROLLBACK"), Effect.fail(error))
+  Effect.zipRight(Effect.ignore(send("ROLLBACK")), Effect.fail(error))
 
 // The direct path over a SqlClient's pool, as MariaDbClient.ts made them together: the stores need only the
 // SqlClient.
@@ -192,7 +193,12 @@ export const makeDirect = (pool: DirectPool, limits: string, tracing: boolean): 
           }
         )
       },
-      (connection) => Effect.sync(() => connection.release())
+      // Interrupted while the script ran, or failed after it: nothing it began is left open on the connection (after
+      // a COMMIT, the ROLLBACK finds nothing to end).
+      (connection, exit) =>
+        Exit.isSuccess(exit)
+          ? Effect.sync(() => connection.release())
+          : Effect.ensuring(Effect.ignore(simple(connection, "ROLLBACK")), Effect.sync(() => connection.release()))
     ).pipe(Effect.retry({ while: isRetryable, times: 100 }))
     return tracing ? traced(run, "sql script", body) : run
   }
