@@ -34,35 +34,24 @@ export const addToBalance = `INSERT INTO balances (client_id, merchant_id, curre
   ON DUPLICATE KEY UPDATE amount = amount + VALUES(amount)`
 
 // The event and its deliveries where `when` (SQL) holds: one delivery, due at once, for each live endpoint of the
-// audience's owner that enabled any of its types (the JSON array given), as core's `recipients` chooses them.
-const eventWhere = (when: string) =>
+// audience's owner that enabled any of its `types` (each a JSON string), as core's `recipients` chooses them.
+const eventWhere = (when: string, types: number) =>
   `INSERT INTO events (id, type, owner, created_at, body, subject) SELECT ?, ?, ?, ?, ?, ? FROM DUAL WHERE ${when};
   INSERT INTO webhook_deliveries (event_id, endpoint_id, created_at, next_attempt_at)
-  SELECT ?, id, ?, ? FROM webhook_endpoints
-  WHERE owner = ? AND disabled_at IS NULL AND JSON_OVERLAPS(enabled_events, ?) AND ${when}`
+  SELECT ?, id, ?, ? FROM webhook_endpoints WHERE owner = ? AND disabled_at IS NULL
+  AND (${Array.from({ length: types }, () => "JSON_CONTAINS(enabled_events, ?)").join(" OR ")}) AND ${when}`
 const eventValues = ({ audience, event: e }: EventWrite) => {
   const at = DateTime.toEpochMillis(e.createdAt)
-  return [
-    e.id,
-    e.type,
-    e.owner,
-    at,
-    e.body,
-    e.subject ?? null,
-    e.id,
-    at,
-    at,
-    audience.owner,
-    JSON.stringify(audience.anyOf)
-  ]
+  const row = [e.id, e.type, e.owner, at, e.body, e.subject ?? null]
+  return [...row, e.id, at, at, audience.owner, ...audience.anyOf.map((type) => JSON.stringify(type))]
 }
 
 // A settle: the outcome's matched rows (mysql2 connects with FOUND_ROWS) decide the event and the balance change.
-const settleScript = (from: number, event: boolean, balance: boolean, answer: "key" | "waiting" | undefined) =>
+const settleScript = (from: number, event: number, balance: boolean, answer: "key" | "waiting" | undefined) =>
   [
     updateOutcome(from),
     "SET @changed = ROW_COUNT()",
-    ...(event ? [eventWhere("@changed > 0")] : []),
+    ...(event > 0 ? [eventWhere("@changed > 0", event)] : []),
     ...(balance
       ? [`INSERT INTO balances (client_id, merchant_id, currency, amount) SELECT ?, ?, ?, ? FROM DUAL
         WHERE @changed > 0 ON DUPLICATE KEY UPDATE amount = amount + VALUES(amount)`]
@@ -102,7 +91,7 @@ export const mariaDbCombined = (direct: MariaDbDirectShape): CombinedOperations 
   // insertTransfer, then the event if it inserted.
   insertTransferAndEvent: (t, event) =>
     direct.script(
-      `${insertTransfer}; ${eventWhere("TRUE")}`,
+      `${insertTransfer}; ${eventWhere("TRUE", event.audience.anyOf.length)}`,
       [...transferValues(t), ...eventValues(event)],
       () => true,
       (error, send) => errnoOf(error) === 1062 ? Effect.as(send("ROLLBACK"), false) : rollBack(error, send)
@@ -110,7 +99,7 @@ export const mariaDbCombined = (direct: MariaDbDirectShape): CombinedOperations 
   settle: ({ answer, balance, event, from, transfer: t }) => {
     const answered = answer === undefined ? undefined : "key" in answer ? "key" as const : "waiting" as const
     return direct.script(
-      settleScript(from.length, event !== undefined, balance !== undefined, answered),
+      settleScript(from.length, event?.audience.anyOf.length ?? 0, balance !== undefined, answered),
       [
         ...outcomeRow(t, identity),
         t.id,
