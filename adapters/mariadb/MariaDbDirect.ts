@@ -5,7 +5,7 @@ import { Effect, Exit, Option, Stream } from "effect"
 
 // The direct path on MariaDB, as PgDirect is on PostgreSQL: a statement is one prepared statement (mysql2's
 // `execute`, parsed once per connection) on a pooled connection, or on the transaction's; a transaction is
-// BEGIN ... COMMIT on a connection of its own. One Effect per statement, instead of the few dozen @effect/sql
+// START TRANSACTION ... COMMIT on a connection of its own. One Effect per statement, instead of the few dozen @effect/sql
 // spends on compiling, tracing and acquiring. Statements on @effect/sql inside a transaction run on its
 // connection too: it is the fiber's TransactionConnection.
 
@@ -31,10 +31,10 @@ export interface MariaDbDirectShape {
   readonly query: <A = any>(sql: string, values: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<A>, SqlError>
   // The rows a write matched (mysql2 connects with FOUND_ROWS): MariaDB has no UPDATE ... RETURNING.
   readonly matched: (sql: string, values: ReadonlyArray<unknown>) => Effect.Effect<number, SqlError>
-  // Runs `work` in one transaction (transactionOf); work already in one joins it.
+  // Runs `work` in one transaction (makeDirect says how); work already in one joins it.
   readonly transaction: <A, E, R>(work: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
   // Runs `body` (statements separated by ";", whose `?` mysql2 fills in from `values`, escaped) in one transaction
-  // of its own, in one round trip: START TRANSACTION, the body, COMMIT; `then` reads the body's results, in order.
+  // of its own (never inside another), in one round trip: START TRANSACTION, the body, COMMIT; `then` reads the body's results, in order.
   // A statement that fails stops the body with the transaction open: `recover` ends it (COMMIT or ROLLBACK through
   // `send`, on the same connection), and answers or fails.
   readonly script: <A>(
