@@ -78,7 +78,11 @@ const execute = (target: Executor, sql: string, values: ReadonlyArray<unknown>, 
 // Sent as text: statements of their own (BEGIN, COMMIT), several at once.
 const simple = (target: Executor, sql: string, values: ReadonlyArray<unknown> = []) =>
   Effect.async<unknown, SqlError>((resume) => {
-    target.query(sql, values, (err, result) => resume(err ? Effect.fail(failed(err)) : Effect.succeed(result)))
+    try {
+      target.query(sql, values, (err, result) => resume(err ? Effect.fail(failed(err)) : Effect.succeed(result)))
+    } catch (err) {
+      resume(Effect.fail(failed(err)))
+    }
   })
 
 const rowsOf = (result: unknown): ReadonlyArray<any> => Array.isArray(result) ? result : []
