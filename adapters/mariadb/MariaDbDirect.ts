@@ -61,7 +61,16 @@ export const MariaDbDirect = Effect.flatMap(SqlClient, (sql) => {
 })
 export const registerDirect = (sql: SqlClient, direct: MariaDbDirectShape) => void directs.set(sql, direct)
 
-const failed = (cause: unknown) => new SqlError({ cause, message: "Failed to execute statement" })
+// A command given to a connection whose socket a reset has just closed, before mysql2 has learnt it (the socket's
+// error comes a tick later), fails with Node's ERR_STREAM_DESTROYED: that is the connection lost, as mysql2 says it.
+const lost = (cause: unknown) =>
+  (cause as { code?: unknown } | null)?.code === "ERR_STREAM_DESTROYED"
+    ? Object.assign(new Error("Connection lost: the connection closed before the command was sent", { cause }), {
+      code: "PROTOCOL_CONNECTION_LOST",
+      fatal: true
+    })
+    : cause
+const failed = (cause: unknown) => new SqlError({ cause: lost(cause), message: "Failed to execute statement" })
 
 const execute = (target: Executor, sql: string, values: ReadonlyArray<unknown>, rowsAsArray = false) =>
   Effect.async<unknown, SqlError>((resume) => {
