@@ -1,7 +1,7 @@
 import { MysqlClient } from "@effect/sql-mysql2"
-import { SqlClient, TransactionConnection } from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
-import { Config, Context, Effect, Exit, Layer, Option, Redacted } from "effect"
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Config, Effect, FiberRef, Layer, Redacted } from "effect"
+import { type DirectPool, makeDirect, registerDirect } from "./MariaDbDirect.ts"
 import { boundPoolWait } from "./PoolWait.ts"
 import { watchedSockets } from "./WatchedSockets.ts"
 
@@ -23,12 +23,10 @@ export const mariaDbTimeoutsConfig = Config.all({
 })
 const SilentAfterCancelMs = 1_000
 
-// What a transaction sends before its first statement, per client (transactionOn).
-const preambles = new WeakMap<SqlClient, string>()
-
-// MariaDB (or MySQL 8) through @effect/sql-mysql2: mysql://user:password@host:port/database, or mariadb://.
-// Times are BIGINT milliseconds (adapters/sql/Dialect.ts), so no time zone stands between the server and the
-// instances.
+// MariaDB (or MySQL 8): one mysql2 pool, made by @effect/sql-mysql2 (migrations, readiness, the statements
+// that are not on a hot path) and shared with MariaDbDirect (the stores' hot statements, and every transaction):
+// mysql://user:password@host:port/database, or mariadb://. Times are BIGINT milliseconds (adapters/sql/Dialect.ts),
+// so no time zone stands between the server and the instances.
 export const layer = (url: Redacted.Redacted<string>) => {
   const parsed = new URL(Redacted.value(url))
   const host = parsed.hostname
@@ -40,7 +38,9 @@ export const layer = (url: Redacted.Redacted<string>) => {
       keepAliveMs: timeouts.keepAliveMs,
       silentMs: timeouts.statementMs + SilentAfterCancelMs
     })
-    return MysqlClient.layer({
+    // @effect/sql-mysql2 does not hand its pool out; mysql2 gives it to the `stream` factory of each connection.
+    let pool: DirectPool | undefined
+    const client = MysqlClient.layer({
       host,
       port,
       database: decodeURIComponent(parsed.pathname.slice(1)),
@@ -54,58 +54,30 @@ export const layer = (url: Redacted.Redacted<string>) => {
         // mysql2 makes each connection's socket with this, handing it the pool (PoolWait.ts).
         stream: (options: { readonly config: { readonly pool?: unknown } }) => {
           boundPoolWait(options.config.pool, timeouts.connectMs)
+          pool = options.config.pool as DirectPool
           return sockets()
         }
       }
       // Its ConfigError is in the type only: this layer reads no Config.
-    }).pipe(
-      // MariaDB's own limits (MySQL has neither variable): a statement cancelled at the statement time-out, and a
-      // transaction left idle as long (one whose client the network lost would hold its locks) rolled back.
-      Layer.tap((context) => {
-        const sql = Context.get(context, SqlClient)
-        return Effect.map(Effect.orDie(sql<{ version: string }>`SELECT VERSION() AS version`), ([row]) => {
-          if (!/mariadb/i.test(row?.version ?? "")) return
-          preambles.set(
-            sql,
-            `SET SESSION max_statement_time = ${timeouts.statementMs / 1000}, idle_transaction_timeout = ${
-              Math.ceil(timeouts.statementMs / 1000)
-            }; `
-          )
-        })
-      }),
+    })
+    // MariaDB's own limits (MySQL has neither variable): a statement cancelled at the statement time-out, and a
+    // transaction left idle as long (one whose client the network lost would hold its locks) rolled back. The
+    // client connected at start (its SELECT 1), so the pool is known by now.
+    const direct = Layer.effectDiscard(
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const [row] = yield* Effect.orDie(sql<{ version: string }>`SELECT VERSION() AS version`)
+        const limits = /mariadb/i.test(row?.version ?? "")
+          ? `SET SESSION max_statement_time = ${timeouts.statementMs / 1000}, idle_transaction_timeout = ${
+            Math.ceil(timeouts.statementMs / 1000)
+          }; `
+          : ""
+        if (pool === undefined) return yield* Effect.dieMessage("mysql2 made no connection: its pool is unknown")
+        registerDirect(sql, makeDirect(pool, limits, yield* FiberRef.get(FiberRef.currentTracerEnabled)))
+      })
+    )
+    return Layer.provideMerge(direct, client).pipe(
       Layer.catchAll((error) => error._tag === "SqlError" ? Layer.fail(error) : Layer.die(error))
     )
   }))
-}
-
-// Two transactions that lock rows in opposite order (two first requests for one key both find its gap empty,
-// then both insert) deadlock: MariaDB rolls one back, and it runs again from its start, where its locking read
-// now finds the other's row. So does one that lost a race to a unique key.
-export const errnoOf = (error: unknown): number =>
-  (error as { _tag?: string })._tag === "SqlError"
-    ? (error as SqlError & { cause: { errno?: number } }).cause?.errno ?? 0
-    : 0
-const isRetryable = (error: unknown) => [1213, 1205, 1062].includes(errnoOf(error))
-
-// A transaction runs READ COMMITTED, as on PostgreSQL: under InnoDB's default REPEATABLE READ a locking scan
-// keeps every row it read locked (a SKIP LOCKED claim would hide rows it did not take) and its gap locks
-// deadlock first inserts. The level is set on the connection before BEGIN (after it, it would not apply), in
-// the same round trip; COMMIT ends it, or ROLLBACK on any failure, defect or interruption. Work already in a
-// transaction joins it: an operation of several statements is atomic alone and inside `transact` alike.
-export const transactionOn = (sql: SqlClient) => <A, E, R>(work: Effect.Effect<A, E, R>) => {
-  const begin = Effect.scoped(Effect.gen(function*() {
-    const connection = yield* sql.reserve
-    const run = (statement: string) => connection.executeUnprepared(statement, [], undefined)
-    return yield* Effect.acquireUseRelease(
-      run(`${preambles.get(sql) ?? ""}SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION`),
-      () => Effect.provideService(work, TransactionConnection, [connection, 0]),
-      (_, exit) => Effect.orDie(run(Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK"))
-    )
-  })).pipe(
-    // A port's statement turns its SqlError into a defect (adapters/mariadb/MariaDbUnitOfWork.ts): a retryable
-    // one is run again all the same.
-    Effect.catchAllDefect((defect) => isRetryable(defect) ? Effect.fail(defect as SqlError) : Effect.die(defect)),
-    Effect.retry({ while: isRetryable, times: 100 })
-  )
-  return Effect.flatMap(Effect.serviceOption(TransactionConnection), (open) => Option.isSome(open) ? work : begin)
 }

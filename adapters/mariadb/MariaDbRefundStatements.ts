@@ -5,6 +5,7 @@ import type { TransferStorageShape, TransferTx } from "../../core/payments/Trans
 import { dayTotals } from "../sql/DayRows.ts"
 import { listRefunds, RefundColumns, refundOutcomeRow, type RefundRow, refundRow, toRefund } from "../sql/RefundRows.ts"
 import { toTransfer, TransferColumns, type TransferRow } from "../sql/TransferRows.ts"
+import type { MariaDbDirectShape } from "./MariaDbDirect.ts"
 import { asChar, first, reconciliation, type Statements, wrote } from "./MariaDbUnitOfWork.ts"
 
 // The refunds' statements on MariaDB, spread into the transfer storage (adapters/mariadb/MariaDbTransferStore.ts):
@@ -45,12 +46,13 @@ export const mariaDbRefundStatements = (sql: SqlClient): Statements<RefundTx> =>
 }
 
 export const mariaDbRefundStorage = (
-  sql: SqlClient
+  sql: SqlClient,
+  direct: MariaDbDirectShape
 ): Pick<
   TransferStorageShape,
   "getRefund" | "listRefunds" | "refundDays" | "claimUnsettledRefunds" | "reconcileRefundLater"
 > => {
-  const unsettled = reconciliation(sql, "refunds", refundColumns, (row: RefundRow, attempts) => ({
+  const unsettled = reconciliation(sql, direct, "refunds", refundColumns, (row: RefundRow, attempts) => ({
     refund: toRefund(row),
     attempts
   }), UnsettledRefunds)

@@ -14,7 +14,7 @@ import {
   subscriptionOf,
   tokenOf
 } from "../sql/SubscriptionRows.ts"
-import { transactionOn } from "./MariaDbClient.ts"
+import { errnoOf, MariaDbDirect, rollBack } from "./MariaDbDirect.ts"
 import {
   claim,
   eventStatements,
@@ -26,19 +26,41 @@ import {
   wrote
 } from "./MariaDbUnitOfWork.ts"
 
-// The subscription storage on MariaDB, on @effect/sql. The unique (email_key, feed) constraint decides between
+// The hot statements, prepared on MariaDbDirect; the rest stays on @effect/sql.
+const feedByName = `SELECT ${FeedColumns} FROM feeds WHERE name = ? AND deleted_at IS NULL`
+const insertSubscription = `INSERT INTO subscriptions (email, email_key, name, feed, status, created_at, updated_at)
+  VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING ${SubscriptionColumns}`
+const lockSubscription = `SELECT id, status FROM subscriptions WHERE email_key = ? AND feed = ? FOR UPDATE`
+const mailsSince = `SELECT count(*) AS n FROM mail_outbox WHERE subscription_id = ? AND created_at > ?`
+const updateSubscription = `UPDATE subscriptions SET status = ?, updated_at = ?, name = coalesce(?, name) WHERE id = ?`
+const subscriptionById = `SELECT ${SubscriptionColumns} FROM subscriptions WHERE id = ?`
+const queueConfirmation = `INSERT INTO mail_outbox (kind, subscription_id, created_at, next_attempt_at)
+  VALUES ('confirmation', ?, ?, ?)`
+// In the row of the subscription's slot (adapters/sql/DayRows.ts).
+const countSignup = `INSERT INTO signup_days (day, feed, slot, signups) VALUES (?, ?, ?, 1)
+  ON DUPLICATE KEY UPDATE signups = signups + 1`
+
+// The combined insertSubscriptionAndQueue, one script (MariaDbDirect.ts): the outbox row and the signup's count
+// follow a subscription the first statement inserted (one already there stops the script: 1062).
+const insertSubscriptionAndQueue = `${insertSubscription}; SET @subscription = LAST_INSERT_ID();
+  INSERT INTO mail_outbox (kind, subscription_id, created_at, next_attempt_at) VALUES ('confirmation', @subscription, ?, ?);
+  INSERT INTO signup_days (day, feed, slot, signups) VALUES (?, ?, @subscription % ${SignupSlots}, 1)
+  ON DUPLICATE KEY UPDATE signups = signups + 1`
+
+// The subscription storage on MariaDB. The unique (email_key, feed) constraint decides between
 // concurrent first signups (the second insert waits for the first's row lock, then loses with 1062); rows are
 // read FOR UPDATE while core decides on them. An UPDATE whose row core reads back is followed by a SELECT in
 // the same transaction (no UPDATE ... RETURNING on MariaDB); an INSERT answers with INSERT ... RETURNING.
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient
-  const transaction = transactionOn(sql)
+  const direct = yield* MariaDbDirect
+  const transaction = direct.transaction
   const subscriptionColumns = sql.literal(SubscriptionColumns)
   const feedColumns = sql.literal(FeedColumns)
   const feedNamed = (name: string) =>
     Effect.map(sql`SELECT ${feedColumns} FROM feeds WHERE name = ${name}`, (rows) => feedOf(rows[0]))
-  const byId = (id: number) => sql`SELECT ${subscriptionColumns} FROM subscriptions WHERE id = ${id}`
+  const byId = (id: number) => direct.query(subscriptionById, [id])
   const selectToken = (hash: string, purpose: string, lock = sql.literal("")) =>
     first(
       sql`SELECT subscription_id, expires_at, used_at FROM subscription_tokens
@@ -47,44 +69,25 @@ export const make = Effect.gen(function*() {
     )
 
   const statements: Statements<SubscriptionTx> = {
-    ...eventStatements(sql),
+    ...eventStatements(sql, direct),
     insertSubscription: (s) =>
       unlessDuplicate(
         first(
-          sql`INSERT INTO subscriptions (email, email_key, name, feed, status, created_at, updated_at)
-            VALUES (${s.email}, ${s.emailKey}, ${s.name}, ${s.feed}, ${s.status}, ${ms(s.now)}, ${ms(s.now)})
-            RETURNING ${subscriptionColumns}`,
+          direct.query(insertSubscription, [s.email, s.emailKey, s.name, s.feed, s.status, ms(s.now), ms(s.now)]),
           subscriptionOf
         ),
         Option.none()
       ),
-    lockSubscription: (emailKey, feed) =>
-      first(
-        sql`SELECT id, status FROM subscriptions WHERE email_key = ${emailKey} AND feed = ${feed} FOR UPDATE`,
-        lockedOf
-      ),
+    lockSubscription: (emailKey, feed) => first(direct.query(lockSubscription, [emailKey, feed]), lockedOf),
     mailsSince: (id, since) =>
-      Effect.map(
-        sql<{ n: unknown }>`SELECT count(*) AS n FROM mail_outbox
-          WHERE subscription_id = ${id} AND created_at > ${ms(since)}`,
-        (rows) => Number(rows[0]!.n)
-      ),
+      Effect.map(direct.query<{ n: unknown }>(mailsSince, [id, ms(since)]), (rows) => Number(rows[0]!.n)),
     updateSubscription: (id, status, now, name) =>
       transaction(Effect.zipRight(
-        sql`UPDATE subscriptions SET status = ${status}, updated_at = ${ms(now)}, name = coalesce(${name ?? null}, name)
-          WHERE id = ${id}`,
+        direct.query(updateSubscription, [status, ms(now), name ?? null, id]),
         Effect.map(byId(id), (rows) => subscriptionOf(rows[0]))
       )),
-    queueConfirmation: (id, now) =>
-      Effect.asVoid(sql`INSERT INTO mail_outbox (kind, subscription_id, created_at, next_attempt_at)
-        VALUES ('confirmation', ${id}, ${ms(now)}, ${ms(now)})`),
-    // In the row of the subscription's slot (adapters/sql/DayRows.ts).
-    countSignup: ({ day, feed, id }) =>
-      Effect.asVoid(
-        sql`INSERT INTO signup_days (day, feed, slot, signups) VALUES (${day}, ${feed}, ${
-          id % SignupSlots
-        }, 1) ON DUPLICATE KEY UPDATE signups = signups + 1`
-      ),
+    queueConfirmation: (id, now) => Effect.asVoid(direct.query(queueConfirmation, [id, ms(now), ms(now)])),
+    countSignup: ({ day, feed, id }) => Effect.asVoid(direct.query(countSignup, [day, feed, id % SignupSlots])),
     lockToken: (hash, purpose) => selectToken(hash, purpose, sql.literal("FOR UPDATE")),
     useToken: (hash, now) =>
       Effect.asVoid(sql`UPDATE subscription_tokens SET used_at = ${ms(now)} WHERE hash = ${hash}`),
@@ -140,13 +143,21 @@ export const make = Effect.gen(function*() {
   }
 
   return SubscriptionStorage.of({
-    ...unitOfWork<SubscriptionTx>(sql, statements),
-    findFeed: (name) =>
-      Effect.orDie(first(sql`SELECT ${feedColumns} FROM feeds WHERE name = ${name} AND deleted_at IS NULL`, feedOf)),
+    ...unitOfWork<SubscriptionTx>(direct, statements),
+    combined: {
+      insertSubscriptionAndQueue: (s, day) =>
+        direct.script(
+          insertSubscriptionAndQueue,
+          [s.email, s.emailKey, s.name, s.feed, s.status, ms(s.now), ms(s.now), ms(s.now), ms(s.now), day, s.feed],
+          (results) => Option.map(Option.fromNullable((results[0] as Array<unknown>)[0]), subscriptionOf),
+          (error, send) => errnoOf(error) === 1062 ? Effect.as(send("ROLLBACK"), Option.none()) : rollBack(error, send)
+        ).pipe(Effect.orDie)
+    },
+    findFeed: (name) => Effect.orDie(first(direct.query(feedByName, [name]), feedOf)),
     listFeeds: listFeeds(sql),
     token: (hash, purpose) => Effect.orDie(selectToken(hash, purpose)),
     claimDue: (now, leaseUntil, limit) =>
-      claim(sql, "mail_outbox", sql`next_attempt_at = ${ms(leaseUntil)}`)(
+      claim(sql, direct, "mail_outbox", sql`next_attempt_at = ${ms(leaseUntil)}`)(
         sql<{ id: number }>`SELECT id, subscription_id, attempts
           FROM mail_outbox FORCE INDEX (mail_outbox_due) WHERE sent_at IS NULL AND next_attempt_at <= ${ms(now)}
           ORDER BY next_attempt_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`

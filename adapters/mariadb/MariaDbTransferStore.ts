@@ -8,7 +8,6 @@ import {
   Balance,
   balanceParams,
   type BalanceRow,
-  KeyColumns,
   type KeyRow,
   listTransfers,
   outcomeRow,
@@ -16,10 +15,22 @@ import {
   toKeyRecord,
   toTransfer,
   TransferColumns,
-  type TransferRow,
-  transferRow
+  type TransferRow
 } from "../sql/TransferRows.ts"
+import { MariaDbDirect } from "./MariaDbDirect.ts"
 import { mariaDbRefundStatements, mariaDbRefundStorage } from "./MariaDbRefundStatements.ts"
+import {
+  addToBalance,
+  answerWaiting,
+  insertKey,
+  insertTransfer,
+  keepAnswer,
+  keyRecord,
+  keyWhere,
+  mariaDbCombined,
+  transferValues,
+  updateOutcome
+} from "./MariaDbTransferCombined.ts"
 import {
   asChar,
   eventStatements,
@@ -29,95 +40,72 @@ import {
   type Statements,
   unitOfWork,
   unlessDuplicate,
-  wrote
+  wroteDirect
 } from "./MariaDbUnitOfWork.ts"
 
 const transferColumns = asChar(TransferColumns)
 
-// The transfer storage on MariaDB, on @effect/sql. Keys and references are decided by unique constraints: the
-// second of two first inserts waits for the first's row lock, then loses (1062) and answers false; keys are read
-// FOR UPDATE while core judges them.
+// The hot statements, prepared on MariaDbDirect (the combined operations' among them); listing, balances, clients
+// and the reconciler's claims stay on @effect/sql.
+const lockKey = `${keyRecord} FOR UPDATE`
+const restartKey = `UPDATE idempotency_keys SET started_at = ?, request_id = ?, request_hash = ?, answer = NULL,
+  transfer_id = NULL, refund_id = NULL WHERE ${keyWhere}`
+const releaseKey = `DELETE FROM idempotency_keys WHERE ${keyWhere} AND answer IS NULL`
+const holderOf = `SELECT id FROM transfers WHERE client_id = ? AND reference = ?`
+const deleteTransfer = `DELETE FROM transfers WHERE id = ? AND status = ?`
+const transferById = `SELECT ${transferColumns} FROM transfers WHERE client_id = ? AND id = ?`
+const transferByReference = `SELECT ${transferColumns} FROM transfers WHERE client_id = ? AND reference = ?`
+const clientByKeyHash = `SELECT id, name FROM api_clients WHERE key_hash = ?`
+
+// The transfer storage on MariaDB. Keys and references are decided by unique constraints: the second of two
+// first inserts waits for the first's row lock, then loses (1062) and answers false; keys are read FOR UPDATE
+// while core judges them.
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient
-  const columns = sql.literal(transferColumns)
-  const keyColumns = sql.literal(KeyColumns)
-  const keyWhere = (client: ClientId, key: string) => sql`client_id = ${client} AND idempotency_key = ${key}`
-  const keyRecord = (client: ClientId, key: string, lock = sql.literal("")) =>
-    first(sql<KeyRow>`SELECT ${keyColumns} FROM idempotency_keys WHERE ${keyWhere(client, key)} ${lock}`, toKeyRecord)
-  const transferWhere = (client: ClientId, column: "id" | "reference", value: string) =>
-    Effect.orDie(first(
-      sql<TransferRow>`SELECT ${columns} FROM transfers WHERE client_id = ${client} AND ${sql(column)} = ${value}`,
-      toTransfer
-    ))
-  const unsettled = reconciliation(sql, "transfers", transferColumns, (row: TransferRow, attempts) => ({
+  const direct = yield* MariaDbDirect
+  const rows = <A>(statement: string, values: ReadonlyArray<unknown>) => direct.query<A>(statement, values)
+  const transferWhere = (statement: string, client: ClientId, value: string) =>
+    Effect.orDie(first(rows<TransferRow>(statement, [client, value]), toTransfer))
+  const unsettled = reconciliation(sql, direct, "transfers", transferColumns, (row: TransferRow, attempts) => ({
     transfer: toTransfer(row),
     attempts
   }), UnsettledTransfers)
 
   const statements: Statements<TransferTx> = {
-    ...eventStatements(sql),
+    ...eventStatements(sql, direct),
     ...mariaDbRefundStatements(sql),
     insertKey: (client, claim, now) =>
       unlessDuplicate(
-        Effect.as(
-          sql`INSERT INTO idempotency_keys (client_id, idempotency_key, request_hash, request_id, started_at)
-            VALUES (${client}, ${claim.key}, ${claim.requestHash}, ${claim.requestId}, ${ms(now)})`,
-          true
-        ),
+        Effect.as(rows(insertKey, [client, claim.key, claim.requestHash, claim.requestId, ms(now)]), true),
         false
       ),
-    lockKey: (client, key) => keyRecord(client, key, sql.literal("FOR UPDATE")),
+    lockKey: (client, key) => first(rows<KeyRow>(lockKey, [client, key]), toKeyRecord),
     restartKey: (client, claim, now) =>
-      Effect.asVoid(sql`UPDATE idempotency_keys SET started_at = ${ms(now)}, request_id = ${claim.requestId},
-        request_hash = ${claim.requestHash}, answer = NULL, transfer_id = NULL, refund_id = NULL
-        WHERE ${keyWhere(client, claim.key)}`),
-    keepAnswer: (client, key, answer) => {
-      const [kind, transfer, refund] = answerColumns(answer)
-      return Effect.asVoid(sql`UPDATE idempotency_keys SET answer = ${kind}, transfer_id = ${transfer},
-        refund_id = ${refund} WHERE ${keyWhere(client, key)} AND answer IS NULL`)
-    },
-    answerWaitingKeys: (client, hash, transfer) =>
-      Effect.asVoid(sql`UPDATE idempotency_keys SET answer = 'transfer_made', transfer_id = ${transfer}
-        WHERE client_id = ${client} AND request_hash = ${hash} AND answer IS NULL`),
-    releaseKey: (client, key) =>
-      Effect.asVoid(sql`DELETE FROM idempotency_keys WHERE ${keyWhere(client, key)} AND answer IS NULL`),
-    insertTransfer: (t) =>
-      unlessDuplicate(Effect.as(sql`INSERT INTO transfers ${sql.insert(transferRow(t, identity))}`, true), false),
-    referenceHolder: (client, reference) =>
-      first(
-        sql<{ id: TransferId }>`SELECT id FROM transfers WHERE client_id = ${client} AND reference = ${reference}`,
-        (r) => r.id
-      ),
-    updateOutcome: (t, from) => {
-      const [status, failure, decline, authorization, reconciledAt] = outcomeRow(t, identity)
-      return wrote(sql`UPDATE transfers SET status = ${status}, failure_code = ${failure}, decline_code = ${decline},
-        authorization_code = ${authorization}, reconciled_at = ${reconciledAt}, reconcile_at = NULL
-        WHERE id = ${t.id} AND ${sql.in("status", from)}`)
-    },
-    deleteTransfer: (id, status) => Effect.asVoid(sql`DELETE FROM transfers WHERE id = ${id} AND status = ${status}`),
-    addToBalance: (change) =>
-      Effect.asVoid(sql.unsafe(
-        `INSERT INTO balances (client_id, merchant_id, currency, amount) VALUES (?, ?, ?, ?)
-         ON DUPLICATE KEY UPDATE amount = amount + VALUES(amount)`,
-        balanceParams(change)
-      ))
+      Effect.asVoid(rows(restartKey, [ms(now), claim.requestId, claim.requestHash, client, claim.key])),
+    keepAnswer: (client, key, answer) => Effect.asVoid(rows(keepAnswer, [...answerColumns(answer), client, key])),
+    answerWaitingKeys: (client, hash, transfer) => Effect.asVoid(rows(answerWaiting, [transfer, client, hash])),
+    releaseKey: (client, key) => Effect.asVoid(rows(releaseKey, [client, key])),
+    insertTransfer: (t) => unlessDuplicate(Effect.as(rows(insertTransfer, transferValues(t)), true), false),
+    referenceHolder: (client, reference) => first(rows<{ id: TransferId }>(holderOf, [client, reference]), (r) => r.id),
+    updateOutcome: (t, from) =>
+      wroteDirect(direct, updateOutcome(from.length), [...outcomeRow(t, identity), t.id, ...from]),
+    deleteTransfer: (id, status) => Effect.asVoid(rows(deleteTransfer, [id, status])),
+    addToBalance: (change) => Effect.asVoid(rows(addToBalance, balanceParams(change)))
   }
 
   return TransferStorage.of({
-    ...unitOfWork<TransferTx>(sql, statements),
-    ...mariaDbRefundStorage(sql),
+    ...unitOfWork<TransferTx>(direct, statements),
+    ...mariaDbRefundStorage(sql, direct),
+    combined: mariaDbCombined(direct),
     createClient: (client, keyHash, now) =>
       Effect.orDie(sql`INSERT INTO api_clients (id, name, key_hash, created_at)
         VALUES (${client.id}, ${client.name}, ${keyHash}, ${ms(now)})`),
     clientByKeyHash: (keyHash) =>
-      Effect.orDie(first(
-        sql<{ id: ClientId; name: string }>`SELECT id, name FROM api_clients WHERE key_hash = ${keyHash}`,
-        identity
-      )),
+      Effect.orDie(first(rows<{ id: ClientId; name: string }>(clientByKeyHash, [keyHash]), identity)),
     hasClients: sql`SELECT 1 FROM api_clients LIMIT 1`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
-    keyRecord: (client, key) => Effect.orDie(keyRecord(client, key)),
-    get: (client, id) => transferWhere(client, "id", id),
-    byReference: (client, reference) => transferWhere(client, "reference", reference),
+    keyRecord: (client, key) => Effect.orDie(first(rows<KeyRow>(keyRecord, [client, key]), toKeyRecord)),
+    get: (client, id) => transferWhere(transferById, client, id),
+    byReference: (client, reference) => transferWhere(transferByReference, client, reference),
     list: listTransfers(sql, transferColumns),
     transferDays: dayTotals(sql, "transfers"),
     claimUnsettled: unsettled.claim,

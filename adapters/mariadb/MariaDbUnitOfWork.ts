@@ -7,10 +7,10 @@ import type { NewEvent } from "../../core/webhooks/Events.ts"
 import type { EndpointId } from "../../core/webhooks/Webhooks.ts"
 import { sqlStrings, unsettledCondition } from "../sql/Dialect.ts"
 import { insertEvent, liveEndpointOf, liveEndpoints } from "../sql/EventRows.ts"
-import { errnoOf, transactionOn } from "./MariaDbClient.ts"
+import { errnoOf, type MariaDbDirectShape } from "./MariaDbDirect.ts"
 
-// A port's operations as statements on @effect/sql: inside `transact` they run on the transaction's connection
-// (@effect/sql finds it in the fiber's context), outside it on the pool.
+// A port's operations as statements, on MariaDbDirect or on @effect/sql: inside `transact` they run on the
+// transaction's connection (both find it in the fiber's context), outside it on the pool.
 export type Statements<Tx> = {
   readonly [K in keyof Tx]: Tx[K] extends (...args: infer A) => Effect.Effect<infer R>
     ? (...args: A) => Effect.Effect<R, SqlError>
@@ -18,16 +18,16 @@ export type Statements<Tx> = {
 }
 
 // The port's unit of work on MariaDB: `transact` runs core's work in one READ COMMITTED transaction
-// (MariaDbClient.ts's transactionOn: the `lock*` statements read FOR UPDATE, and after a deadlock, a lock wait
+// (MariaDbDirect.ts: the `lock*` statements read FOR UPDATE, and after a deadlock, a lock wait
 // time-out or a lost unique race the work runs again from its start). Outside it, an operation is one statement
 // on the pool, or a transaction of its own where it runs several. Storage faults become defects.
-export const unitOfWork = <Tx extends object>(sql: SqlClient, statements: Statements<Tx>) => {
+export const unitOfWork = <Tx extends object>(direct: MariaDbDirectShape, statements: Statements<Tx>) => {
   const tx = Record.map(
     statements as Record<string, (...args: Array<unknown>) => Effect.Effect<unknown, SqlError>>,
     (statement) => (...args: Array<unknown>) => Effect.orDie(statement(...args))
   ) as unknown as Tx
   const transact = <A>(work: (tx: Tx) => Effect.Effect<A>): Effect.Effect<A> =>
-    Effect.orDie(transactionOn(sql)(Effect.suspend(() => work(tx))))
+    Effect.orDie(direct.transaction(Effect.suspend(() => work(tx))))
   return { ...tx, transact }
 }
 
@@ -40,6 +40,8 @@ export const unlessDuplicate = <A>(insert: Effect.Effect<A, SqlError>, lost: A) 
 // counts the rows the statement matched (mysql2 connects with FOUND_ROWS), written or not.
 export const wrote = (write: Statement<unknown>) =>
   Effect.map(write.raw, (result) => (result as { affectedRows: number }).affectedRows > 0)
+export const wroteDirect = (direct: MariaDbDirectShape, sql: string, values: ReadonlyArray<unknown>) =>
+  Effect.map(direct.matched(sql, values), (n) => n > 0)
 
 export const ms = DateTime.toEpochMillis
 export const first = <A, B>(rows: Effect.Effect<ReadonlyArray<A>, SqlError>, map: (row: A) => B) =>
@@ -52,9 +54,9 @@ export const asChar = (columns: string) => columns.replaceAll(" AS TEXT)", " AS 
 // another instance holds (a sort would lock every due row), then `lease` (a SET clause) is written to each, so
 // that instances claiming at once take disjoint rows.
 export const claim =
-  (sql: SqlClient, table: string, lease: Fragment) =>
+  (sql: SqlClient, direct: MariaDbDirectShape, table: string, lease: Fragment) =>
   <Row extends { readonly id: unknown }>(due: Effect.Effect<ReadonlyArray<Row>, SqlError>) =>
-    transactionOn(sql)(Effect.tap(due, (rows) => {
+    direct.transaction(Effect.tap(due, (rows) => {
       const ids = rows.map((r) => r.id)
       return ids.length === 0 ? Effect.void : sql`UPDATE ${sql(table)} SET ${lease} WHERE ${sql.in("id", ids)}`
     }))
@@ -63,6 +65,7 @@ export const claim =
 // is not due), and one put off to `next`.
 export const reconciliation = <Row, A>(
   sql: SqlClient,
+  direct: MariaDbDirectShape,
   table: "transfers" | "refunds",
   columns: string,
   of: (row: Row, attempts: number) => A,
@@ -72,7 +75,7 @@ export const reconciliation = <Row, A>(
   const [beforeLease, afterLease] = unsettledCondition(rule, "\u0000").split("\u0000")
   return {
     claim: (now: DateTime.Utc, pendingBefore: DateTime.Utc, leaseUntil: DateTime.Utc, limit: number) =>
-      claim(sql, table, sql`reconcile_at = ${ms(leaseUntil)}`)(
+      claim(sql, direct, table, sql`reconcile_at = ${ms(leaseUntil)}`)(
         sql<Row & { id: string; reconcile_attempts: number }>`SELECT ${sql.literal(columns)}, reconcile_attempts
         FROM ${sql(table)} FORCE INDEX (${sql(`${table}_unsettled`)})
         WHERE ${sql.literal(beforeLease!)}${ms(pendingBefore)}${sql.literal(afterLease!)}
@@ -86,18 +89,20 @@ export const reconciliation = <Row, A>(
 }
 
 // Events as the stores write them, in their transaction: the event, then one delivery for each endpoint core chose.
-export const eventStatements = (sql: SqlClient) => ({
+export const eventStatements = (sql: SqlClient, direct: MariaDbDirectShape) => ({
   liveEndpoints: (owner: string) =>
     Effect.map(
-      sql.unsafe<{ id: string; enabled_events: string }>(liveEndpoints, [owner]),
+      direct.query<{ id: string; enabled_events: string }>(liveEndpoints, [owner]),
       (rows) => rows.map(liveEndpointOf)
     ),
   insertEvent: (e: NewEvent, endpoints: ReadonlyArray<EndpointId>) => {
     const at = ms(e.createdAt)
     const deliveries = endpoints.map((id) => ({ event_id: e.id, endpoint_id: id, created_at: at, next_attempt_at: at }))
-    return transactionOn(sql)(Effect.gen(function*() {
-      yield* sql.unsafe(insertEvent, [e.id, e.type, e.owner, at, e.body, e.subject ?? null])
-      if (deliveries.length > 0) yield* sql`INSERT INTO webhook_deliveries ${sql.insert(deliveries)}`
+    const event = direct.query(insertEvent, [e.id, e.type, e.owner, at, e.body, e.subject ?? null])
+    if (deliveries.length === 0) return Effect.asVoid(event)
+    return direct.transaction(Effect.gen(function*() {
+      yield* event
+      yield* sql`INSERT INTO webhook_deliveries ${sql.insert(deliveries)}`
     }))
   }
 })

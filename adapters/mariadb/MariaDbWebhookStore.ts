@@ -3,7 +3,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { DateTime, Effect, Layer } from "effect"
 import { KeptAttempts, WebhookStore } from "../../core/webhooks/Webhooks.ts"
 import { deliveryOf, make as makeSqlWebhookStore, targetOf } from "../sql/SqlWebhookStore.ts"
-import { transactionOn } from "./MariaDbClient.ts"
+import { MariaDbDirect } from "./MariaDbDirect.ts"
 import { claim, first, wrote } from "./MariaDbUnitOfWork.ts"
 
 // The webhook store on MariaDB: adapters/sql/SqlWebhookStore.ts, with the statements MariaDB words otherwise
@@ -16,6 +16,7 @@ export const layer = Layer.effect(
   Effect.gen(function*() {
     const base = yield* makeSqlWebhookStore
     const sql = yield* SqlClient
+    const direct = yield* MariaDbDirect
     // An attempt's slot (adapters/sql/AttemptMigration.ts), written over by the attempt KeptAttempts after it.
     const slot = sql.literal(`(attempts - 1) % ${KeptAttempts}`)
     const overwrite = sql.literal(`ON DUPLICATE KEY UPDATE attempt = VALUES(attempt),
@@ -38,8 +39,8 @@ export const layer = Layer.effect(
           targetOf
         )),
       claim: (endpoint, now, leaseUntil, limit) =>
-        transactionOn(sql)(Effect.flatMap(
-          claim(sql, "webhook_deliveries", sql`next_attempt_at = ${at(leaseUntil)}`)(
+        direct.transaction(Effect.flatMap(
+          claim(sql, direct, "webhook_deliveries", sql`next_attempt_at = ${at(leaseUntil)}`)(
             sql<{ id: number }>`SELECT id FROM webhook_deliveries FORCE INDEX (webhook_deliveries_due)
               WHERE endpoint_id = ${endpoint} AND delivered_at IS NULL AND next_attempt_at <= ${at(now)}
               ORDER BY next_attempt_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED`
@@ -58,7 +59,7 @@ export const layer = Layer.effect(
           `CASE id ${answers.map((a) => `WHEN ${Number(a.id)} THEN ${Number(a.status)}`).join(" ")} END`
         )
         return Effect.orDie(
-          transactionOn(sql)(Effect.zipRight(
+          direct.transaction(Effect.zipRight(
             sql`UPDATE webhook_deliveries SET delivered_at = ${at(now)}, attempts = attempts + 1, last_error = NULL
             WHERE ${sql.in("id", ids)} AND delivered_at IS NULL`,
             sql`INSERT INTO webhook_attempts (delivery_id, slot, attempt, attempted_at, status)
@@ -69,7 +70,7 @@ export const layer = Layer.effect(
       },
       failed: (id, next, reason, attempt) =>
         Effect.orDie(
-          transactionOn(sql)(Effect.flatMap(
+          direct.transaction(Effect.flatMap(
             wrote(sql`UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ${at(next)},
             last_error = ${reason.slice(0, 500)} WHERE id = ${id} AND delivered_at IS NULL`),
             (marked): Effect.Effect<unknown, SqlError> =>

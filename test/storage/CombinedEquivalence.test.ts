@@ -9,14 +9,18 @@
 // after its first operation). Both runs must give every request the same answer and leave the same rows: the
 // transfers, keys, events and their webhook deliveries, subscriptions, outbox and tokens.
 //
-// PostgreSQL is the one database with combined forms (SQLite's earned under 5% of the CPU per request and were
-// removed: docs/decisions/0048).
+// PostgreSQL and MariaDB have combined forms (SQLite's earned under 5% of the CPU per request and were removed:
+// docs/decisions/0048; MariaDB's came with its direct path: docs/decisions/0064).
 //
 // One storage step runs at a time: the scheduler interleaves the requests at the steps, and the database decides
 // nothing by timing, so that the two runs can be compared row for row.
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, DateTime, Effect, Exit, Fiber, Layer, Logger, LogLevel, Option, Random, Redacted, Schema } from "effect"
 import * as fc from "effect/FastCheck"
+import { layer as MariaDbClientLayer } from "../../adapters/mariadb/MariaDbClient.ts"
+import { layer as MariaDbSubscriptionStore } from "../../adapters/mariadb/MariaDbSubscriptionStore.ts"
+import { layer as MariaDbTransferStore } from "../../adapters/mariadb/MariaDbTransferStore.ts"
+import { layer as MariaDbWebhookStore } from "../../adapters/mariadb/MariaDbWebhookStore.ts"
 import { layer as PgClientLayer } from "../../adapters/postgres/PgClient.ts"
 import { layer as PgSubscriptionStore } from "../../adapters/postgres/PgSubscriptionStore.ts"
 import { layer as PgTransferStore } from "../../adapters/postgres/PgTransferStore.ts"
@@ -33,6 +37,7 @@ import { Event, SubscriberName } from "../../core/subscriptions/Subscription.ts"
 import { type IssuedTokens, SubscriptionStore } from "../../core/subscriptions/SubscriptionStore.ts"
 import { ConfirmTokenTtl, TokenHash } from "../../core/subscriptions/Token.ts"
 import { AdminOwner, EndpointId, WebhookStore } from "../../core/webhooks/Webhooks.ts"
+import { createTestDatabase as createMariaDbDatabase, mariadbEnabled, mariadbSkipReason } from "../support/MariaDb.ts"
 import { createTestDatabase, postgresEnabled, postgresSkipReason } from "../support/Postgres.ts"
 import { type Adapters, CardOutcome, json, scriptedNetwork, sqlAdapters, storedRows, world } from "./CombinedWorld.ts"
 import { type Choose, type Crash, replayChoice, schedulerChoice, Stepper } from "./Stepper.ts"
@@ -316,10 +321,26 @@ const pgAdapters = (): Adapters =>
       )
   ))
 
+const mariaDbAdapters = (): Adapters =>
+  Layer.unwrapScoped(Effect.map(
+    Effect.acquireRelease(Effect.promise(() => createMariaDbDatabase()), (database) =>
+      Effect.promise(() => database.drop())),
+    (database) =>
+      sqlAdapters(
+        MariaDbClientLayer(Redacted.make(database.url)),
+        Layer.mergeAll(MariaDbTransferStore, MariaDbSubscriptionStore, MariaDbWebhookStore)
+      )
+  ))
+
 describe("combined operations equal core's composition of them", () => {
   it.skipIf(!postgresEnabled)(
     `on PostgreSQL${postgresEnabled ? "" : ` (skipped: ${postgresSkipReason})`}`,
     () => equivalence(pgAdapters, 25),
     120_000
+  )
+  it.skipIf(!mariadbEnabled)(
+    `on MariaDB${mariadbEnabled ? "" : ` (skipped: ${mariadbSkipReason})`}`,
+    () => equivalence(mariaDbAdapters, 25),
+    300_000
   )
 })
