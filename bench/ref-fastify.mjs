@@ -4,22 +4,19 @@
 // With --postgres it is ref2-pg: the same server and code on PostgreSQL through pg; with --mariadb, ref2-mariadb:
 // on MariaDB through mysql2 (env DATABASE_URL for both), as ref-node-http.mjs takes them.
 import Fastify from "fastify"
-import { acceptedBodies, announce, makeReference, MaxBodyBytes, mediaTypeOf, when } from "./lib/reference.mjs"
+import {
+  acceptedBodies,
+  announce,
+  makeReference,
+  MaxBodyBytes,
+  mediaTypeOf,
+  storageOf,
+  when
+} from "./lib/reference.mjs"
 
 const port = Number(process.env.PORT ?? 3002)
-const database = [["--postgres", /^postgres(ql)?:/, "postgres://..."], [
-  "--mariadb",
-  /^(mysql|mariadb):/,
-  "mysql://..."
-]]
-  .find(([flag]) => process.argv.includes(flag))
-if (database !== undefined && !database[1].test(process.env.DATABASE_URL ?? "")) {
-  throw new Error(`${database[0]} needs DATABASE_URL=${database[2]}`)
-}
 const ref = await makeReference({
-  ...(database !== undefined
-    ? { databaseUrl: process.env.DATABASE_URL }
-    : { filename: process.env.DB_FILE ?? "bench-ref-fastify.db" }),
+  ...storageOf(process.argv, "bench-ref-fastify.db"),
   baseUrl: process.env.BASE_URL ?? `http://localhost:${port}`,
   smtpUrl: process.env.SMTP_URL
 })

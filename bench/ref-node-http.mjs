@@ -4,22 +4,19 @@
 // With --postgres it is ref-pg: the same server and code on PostgreSQL through pg; with --mariadb, ref-mariadb:
 // on MariaDB through mysql2 (env DATABASE_URL for both).
 import { createServer } from "node:http"
-import { acceptedBodies, announce, makeReference, MaxBodyBytes, mediaTypeOf, when } from "./lib/reference.mjs"
+import {
+  acceptedBodies,
+  announce,
+  makeReference,
+  MaxBodyBytes,
+  mediaTypeOf,
+  storageOf,
+  when
+} from "./lib/reference.mjs"
 
 const port = Number(process.env.PORT ?? 3001)
-const database = [["--postgres", /^postgres(ql)?:/, "postgres://..."], [
-  "--mariadb",
-  /^(mysql|mariadb):/,
-  "mysql://..."
-]]
-  .find(([flag]) => process.argv.includes(flag))
-if (database !== undefined && !database[1].test(process.env.DATABASE_URL ?? "")) {
-  throw new Error(`${database[0]} needs DATABASE_URL=${database[2]}`)
-}
 const ref = await makeReference({
-  ...(database !== undefined
-    ? { databaseUrl: process.env.DATABASE_URL }
-    : { filename: process.env.DB_FILE ?? "bench-ref-node.db" }),
+  ...storageOf(process.argv, "bench-ref-node.db"),
   baseUrl: process.env.BASE_URL ?? `http://localhost:${port}`,
   smtpUrl: process.env.SMTP_URL
 })

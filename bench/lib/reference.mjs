@@ -455,6 +455,22 @@ export const drive = (gen, input, failed = false) => {
   }
 }
 // f(v), now or when v settles.
+// Where a reference keeps its rows: with --postgres or --mariadb in `argv`, the database at DATABASE_URL (which
+// must be of that kind); else the SQLite file DB_FILE, or `file`.
+export const storageOf = (argv, file) => {
+  const database = [["--postgres", /^postgres(ql)?:/, "postgres://..."], [
+    "--mariadb",
+    /^(mysql|mariadb):/,
+    "mysql://..."
+  ]]
+    .find(([flag]) => argv.includes(flag))
+  if (database === undefined) return { filename: process.env.DB_FILE ?? file }
+  if (!database[1].test(process.env.DATABASE_URL ?? "")) {
+    throw new Error(`${database[0]} needs DATABASE_URL=${database[2]}`)
+  }
+  return { databaseUrl: process.env.DATABASE_URL }
+}
+
 export const when = (v, f) => (isPromise(v) ? v.then(f) : f(v))
 
 const sqliteDriver = (filename) => {
