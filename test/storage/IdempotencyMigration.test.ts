@@ -2,8 +2,7 @@
 // database written before it replays the same answers after it, on SQLite and on PostgreSQL.
 import { SqlClient } from "@effect/sql/SqlClient"
 import { assert, describe } from "@effect/vitest"
-import { DateTime, Effect, Layer, Redacted } from "effect"
-import { layer as PgClientLayer } from "../../adapters/postgres/PgClient.ts"
+import { DateTime, Effect, Layer } from "effect"
 import { layer as PgTransferStore } from "../../adapters/postgres/PgTransferStore.ts"
 import { Dialect } from "../../adapters/sql/Dialect.ts"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
@@ -16,7 +15,6 @@ import { ClientId, Reference, Transfer, TransferId } from "../../core/payments/T
 import type { TransferStorage } from "../../core/payments/TransferStorage.ts"
 import { layer as TransferStoreOver, TransferStore } from "../../core/payments/TransferStore.ts"
 import { migrationsBefore, onEachDatabase } from "./EachDatabase.ts"
-import { sqliteClient } from "./TempSqlite.ts"
 
 const before0004 = migrationsBefore(4)
 
@@ -116,7 +114,7 @@ const storesOver = <E, R>(storage: Layer.Layer<TransferStorage, E, R>) =>
 
 describe("migration 0004: kept responses become kept answers", () => {
   onEachDatabase({
-    sqlite: (location) => storesOver(SqliteTransferStore).pipe(Layer.provideMerge(sqliteClient(location))),
-    postgres: (location) => storesOver(PgTransferStore).pipe(Layer.provideMerge(PgClientLayer(Redacted.make(location))))
+    sqlite: storesOver(SqliteTransferStore),
+    postgres: storesOver(PgTransferStore)
   }, () => Effect.zipRight(legacy, check))
 })

@@ -3,8 +3,7 @@
 // the seeded rows read back through the store, on SQLite and PostgreSQL.
 import { SqlClient } from "@effect/sql/SqlClient"
 import { assert, describe } from "@effect/vitest"
-import { DateTime, Effect, Layer, Option, Redacted } from "effect"
-import { layer as PgClientLayer } from "../../adapters/postgres/PgClient.ts"
+import { DateTime, Effect, Layer, Option } from "effect"
 import { layer as PgTransferStore } from "../../adapters/postgres/PgTransferStore.ts"
 import { Dialect, sqlStrings } from "../../adapters/sql/Dialect.ts"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
@@ -17,7 +16,6 @@ import { BalanceStatuses, ClientId, Reference, Transfer, TransferId } from "../.
 import type { TransferStorage } from "../../core/payments/TransferStorage.ts"
 import * as TransferStore from "../../core/payments/TransferStore.ts"
 import { onEachDatabase } from "./EachDatabase.ts"
-import { sqliteClient } from "./TempSqlite.ts"
 
 const T = Date.UTC(2026, 0, 15, 12)
 const client = ClientId.make(`cl_${"bench".padEnd(24, "x")}`)
@@ -81,8 +79,8 @@ const storesOver = <E, R>(storage: Layer.Layer<TransferStorage, E, R>) =>
 
 describe("the large-data bench's rows", () => {
   onEachDatabase({
-    sqlite: (location) => storesOver(SqliteTransferStore).pipe(Layer.provideMerge(sqliteClient(location))),
-    postgres: (location) => storesOver(PgTransferStore).pipe(Layer.provideMerge(PgClientLayer(Redacted.make(location))))
+    sqlite: storesOver(SqliteTransferStore),
+    postgres: storesOver(PgTransferStore)
   }, (kind, location) =>
     Effect.gen(function*() {
       yield* young

@@ -3,10 +3,8 @@
 // MariaDB.
 import { SqlClient } from "@effect/sql/SqlClient"
 import { assert, describe } from "@effect/vitest"
-import { DateTime, Effect, Layer, Option, Redacted } from "effect"
-import { layer as MariaDbClient } from "../../adapters/mariadb/MariaDbClient.ts"
+import { DateTime, Effect, Layer, Option } from "effect"
 import { layer as MariaDbTransferStore } from "../../adapters/mariadb/MariaDbTransferStore.ts"
-import { layer as PgClientLayer } from "../../adapters/postgres/PgClient.ts"
 import { layer as PgTransferStore } from "../../adapters/postgres/PgTransferStore.ts"
 import { Dialect } from "../../adapters/sql/Dialect.ts"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
@@ -21,7 +19,6 @@ import { ClientId, Reference, Transfer, TransferId } from "../../core/payments/T
 import type { TransferStorage } from "../../core/payments/TransferStorage.ts"
 import * as TransferStore from "../../core/payments/TransferStore.ts"
 import { migrationsBefore, onEachDatabase } from "./EachDatabase.ts"
-import { sqliteClient } from "./TempSqlite.ts"
 
 const before0009 = migrationsBefore(9)
 
@@ -133,11 +130,9 @@ const storesOver = <E, R>(storage: Layer.Layer<TransferStorage, E, R>) =>
 
 describe("migration 0009: refunds on a database with rows", () => {
   onEachDatabase({
-    sqlite: (location) => storesOver(SqliteTransferStore).pipe(Layer.provideMerge(sqliteClient(location))),
-    postgres: (location) =>
-      storesOver(PgTransferStore).pipe(Layer.provideMerge(PgClientLayer(Redacted.make(location)))),
-    mariadb: (location) =>
-      storesOver(MariaDbTransferStore).pipe(Layer.provideMerge(MariaDbClient(Redacted.make(location))))
+    sqlite: storesOver(SqliteTransferStore),
+    postgres: storesOver(PgTransferStore),
+    mariadb: storesOver(MariaDbTransferStore)
   }, (kind) =>
     Effect.gen(function*() {
       yield* legacy

@@ -3,10 +3,8 @@
 // to what it counted. On SQLite, PostgreSQL and MariaDB.
 import { SqlClient } from "@effect/sql/SqlClient"
 import { assert, describe } from "@effect/vitest"
-import { DateTime, Effect, Layer, Redacted } from "effect"
-import { layer as MariaDbClient } from "../../adapters/mariadb/MariaDbClient.ts"
+import { DateTime, Effect, Layer } from "effect"
 import { layer as MariaDbSubscriptionStore } from "../../adapters/mariadb/MariaDbSubscriptionStore.ts"
-import { layer as PgClientLayer } from "../../adapters/postgres/PgClient.ts"
 import { layer as PgSubscriptionStore } from "../../adapters/postgres/PgSubscriptionStore.ts"
 import { Dialect } from "../../adapters/sql/Dialect.ts"
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
@@ -18,7 +16,6 @@ import { SubscriberName } from "../../core/subscriptions/Subscription.ts"
 import type { SubscriptionStorage } from "../../core/subscriptions/SubscriptionStorage.ts"
 import * as SubscriptionStore from "../../core/subscriptions/SubscriptionStore.ts"
 import { migrationsBefore, onEachDatabase } from "./EachDatabase.ts"
-import { sqliteClient } from "./TempSqlite.ts"
 
 const before0018 = migrationsBefore(18)
 
@@ -80,10 +77,8 @@ const storesOver = <E, R>(storage: Layer.Layer<SubscriptionStorage, E, R>) =>
 
 describe("migration 0018: signups counted once from the subscriptions", () => {
   onEachDatabase({
-    sqlite: (location) => storesOver(SqliteSubscriptionStore).pipe(Layer.provideMerge(sqliteClient(location))),
-    postgres: (location) =>
-      storesOver(PgSubscriptionStore).pipe(Layer.provideMerge(PgClientLayer(Redacted.make(location)))),
-    mariadb: (location) =>
-      storesOver(MariaDbSubscriptionStore).pipe(Layer.provideMerge(MariaDbClient(Redacted.make(location))))
+    sqlite: storesOver(SqliteSubscriptionStore),
+    postgres: storesOver(PgSubscriptionStore),
+    mariadb: storesOver(MariaDbSubscriptionStore)
   }, () => Effect.zipRight(legacy, check))
 })
