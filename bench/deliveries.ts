@@ -13,7 +13,7 @@
 // `perf record --control=fifo:FIFO -D -1`, enabled during the timed rounds only.
 import { SqlClient } from "@effect/sql/SqlClient"
 import { DateTime, Effect, Layer } from "effect"
-import { execFileSync, fork } from "node:child_process"
+import { execFileSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { Session } from "node:inspector"
 import os from "node:os"
@@ -26,6 +26,7 @@ import { layer as SqliteWebhookStore } from "../adapters/sqlite/SqliteWebhookSto
 import * as DeliveryThread from "../adapters/thread/DeliveryThread.ts"
 import { EndpointId, WebhookSender, WebhookStore } from "../core/webhooks/Webhooks.ts"
 import { WebhookWorker } from "../core/webhooks/WebhookWorker.ts"
+import { startPinnedSink } from "./lib/in-process.ts"
 
 const args = process.argv.slice(2)
 const option = (name: string, fallback: string) =>
@@ -47,33 +48,7 @@ session.connect()
 const inspector = <A>(method: string, params?: object) =>
   new Promise<A>((ok, fail) => session.post(method, params, (e, r) => (e ? fail(e) : ok(r as A))))
 
-// bench/webhook-sink.mjs as a child process: its port, and its count.
-const startSink = () =>
-  new Promise<{ port: number; count: () => Promise<number>; stop: () => void }>((ok) => {
-    const child = fork(join(root, "bench/webhook-sink.mjs"), [], { stdio: ["ignore", "ignore", "inherit", "ipc"] })
-    child.on("message", (m: any) => {
-      if (m?.type !== "listening") return
-      // The receiver on the other CPUs, this process (both its threads) on the first, as `npm run bench -- --pin`.
-      execFileSync("taskset", ["-a", "-p", "-c", `1-${os.cpus().length - 1}`, String(child.pid)])
-      execFileSync("taskset", ["-a", "-p", "-c", "0", String(process.pid)])
-      ok({
-        port: m.port,
-        count: () =>
-          new Promise((res) => {
-            const on = (r: any) => {
-              if (r?.type !== "count") return
-              child.off("message", on)
-              res(r.count)
-            }
-            child.on("message", on)
-            child.send({ type: "count" })
-          }),
-        stop: () => child.kill()
-      })
-    })
-  })
-
-const sink = sender === "thread" ? await startSink() : undefined
+const sink = sender === "thread" ? await startPinnedSink() : undefined
 const senderLayer = sender === "thread"
   ? DeliveryThread.webhookSenderLayer.pipe(Layer.provide(DeliveryThread.layer({
     worker: pathToFileURL(option("worker", join(root, "dist/node/delivery.mjs"))),

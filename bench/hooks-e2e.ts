@@ -13,12 +13,13 @@
 // --thread=off: the sends on the main thread (DELIVERY_THREAD=off). --perf-control=FIFO: for
 // `perf record --control=fifo:FIFO -D -1`, enabled during the hooked phases only.
 import { Effect, Redacted } from "effect"
-import { execFileSync, fork } from "node:child_process"
+import { execFileSync } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import os from "node:os"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import type { IncomingRequest, Pipeline } from "../apps/http/pipeline/Pipeline.ts"
+import { pipelineRequest as request, startPinnedSink } from "./lib/in-process.ts"
 
 const args = process.argv.slice(2)
 const option = (name: string, fallback: string) =>
@@ -33,30 +34,7 @@ const perfControl = args.find((a) => a.startsWith("--perf-control="))?.slice("--
 const perf = (command: string) => perfControl !== undefined && writeFileSync(perfControl, `${command}\n`)
 const root = join(import.meta.dirname, "..")
 
-const startSink = () =>
-  new Promise<{ port: number; count: () => Promise<number>; stop: () => void }>((ok) => {
-    const child = fork(join(root, "bench/webhook-sink.mjs"), [], { stdio: ["ignore", "ignore", "inherit", "ipc"] })
-    child.on("message", (m: any) => {
-      if (m?.type !== "listening") return
-      execFileSync("taskset", ["-a", "-p", "-c", `1-${os.cpus().length - 1}`, String(child.pid)])
-      ok({
-        port: m.port,
-        count: () =>
-          new Promise((res) => {
-            const on = (r: any) => {
-              if (r?.type !== "count") return
-              child.off("message", on)
-              res(r.count)
-            }
-            child.on("message", on)
-            child.send({ type: "count" })
-          }),
-        stop: () => child.kill()
-      })
-    })
-  })
-const sink = await startSink()
-execFileSync("taskset", ["-a", "-p", "-c", "0", String(process.pid)])
+const sink = await startPinnedSink()
 
 const dataDir = mkdtempSync(join(os.tmpdir(), "paysub-hooks-e2e-"))
 Object.assign(process.env, {
@@ -72,19 +50,6 @@ const { appLayer } = await import("../apps/AppLayer.ts")
 const { RequestPipeline } = await import("../apps/http/pipeline/Pipeline.ts")
 const { Clients } = await import("../core/payments/Clients.ts")
 
-const request = (method: string, url: string, headers: Record<string, string>, body = ""): IncomingRequest => ({
-  method,
-  url,
-  headers: {
-    host: "localhost",
-    ...(body === "" ? {} : { "content-length": String(Buffer.byteLength(body)) }),
-    ...headers
-  },
-  remoteAddress: "127.0.0.1",
-  httpVersion: "1.1",
-  rawHeaders: () => [],
-  text: () => Promise.resolve(body)
-})
 const answer = (pipeline: Pipeline, r: IncomingRequest) =>
   new Promise<{ status: number }>((ok, fail) =>
     pipeline(r).addObserver((exit) => (exit._tag === "Success" ? ok(exit.value as any) : fail(exit)))

@@ -21,6 +21,7 @@ import os from "node:os"
 import { join } from "node:path"
 import type { IncomingRequest, Pipeline } from "../apps/http/pipeline/Pipeline.ts"
 import { allocationMeter } from "./lib/heap-probe.mjs"
+import { pipelineRequest as request } from "./lib/in-process.ts"
 
 const args = process.argv.slice(2)
 const option = (name: string, fallback: string) =>
@@ -51,20 +52,6 @@ const session = new Session()
 session.connect()
 const inspector = <A>(method: string, params?: object) =>
   new Promise<A>((ok, fail) => session.post(method, params, (e, r) => (e ? fail(e) : ok(r as A))))
-
-const request = (method: string, url: string, headers: Record<string, string>, body = ""): IncomingRequest => ({
-  method,
-  url,
-  headers: {
-    host: "localhost",
-    ...(body === "" ? {} : { "content-length": String(Buffer.byteLength(body)) }),
-    ...headers
-  },
-  remoteAddress: "127.0.0.1",
-  httpVersion: "1.1",
-  rawHeaders: () => [],
-  text: () => Promise.resolve(body)
-})
 
 interface Answer {
   readonly status: number
