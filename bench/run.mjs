@@ -16,7 +16,7 @@
 //                           service-pg, ref-pg, ref2-pg, service-pg-x2, service-mariadb, ref-mariadb, ref2-mariadb),
 //                           or service-hooks: the service with one webhook endpoint (e.g. --targets=service,service-hooks --scenarios=approved), or baseline:
 //                           the Node app of the checkout at BENCH_BASELINE, built there (a change against main;
-//                           baseline-hooks and, with --postgres, baseline-pg likewise)
+//                           baseline-hooks, and baseline-pg with --postgres, baseline-mariadb with --mariadb, likewise)
 //   --soak[=S]              instead of the rounds: the memory budget over S seconds (600) of every scenario in
 //                           turn, on the Node app (and the Deno app with --deno): bench/soak.mjs
 //   --large[=N]             instead of the rounds: the scenarios on a young database, then with N transfers
@@ -146,7 +146,11 @@ const targetNames = [
       t !== "baseline-pg" || options.targets?.includes(t)
     )
     : []),
-  ...(options.mariadb ? ["service-mariadb", "ref-mariadb", "ref2-mariadb"] : []),
+  ...(options.mariadb
+    ? ["service-mariadb", "ref-mariadb", "ref2-mariadb", "baseline-mariadb"].filter((t) =>
+      t !== "baseline-mariadb" || options.targets?.includes(t)
+    )
+    : []),
   ...["service-hooks", "service-1t", "service-hooks-1t", "baseline", "baseline-hooks"].filter((t) =>
     options.targets?.includes(t)
   )
@@ -169,6 +173,7 @@ const ratioPairs = [
   ["service-pg", "ref2-pg"],
   ["service-mariadb", "ref-mariadb"],
   ["service-mariadb", "ref2-mariadb"],
+  ["service-mariadb", "baseline-mariadb"],
   ["service-pg-x2", "service-pg"],
   ["service-pg-x2", "ref-pg"],
   ["service-hooks", "service"],

@@ -138,7 +138,17 @@ export const errnoOf = (error: unknown): number =>
   (error as { _tag?: string })._tag === "SqlError"
     ? (error as SqlError & { cause: { errno?: number } }).cause?.errno ?? 0
     : 0
-const isRetryable = (error: unknown) => [1213, 1205, 1062].includes(errnoOf(error))
+const isRetryable = (error: unknown) => {
+  const errno = errnoOf(error)
+  return errno === 1213 || errno === 1205 || errno === 1062
+}
+// `run` again at once after a retryable failure, up to 100 times. No Schedule: a run that succeeds (nearly every
+// one) pays for nothing more than the catch.
+const retried = <A, E, R>(run: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+  const attempt = (left: number): Effect.Effect<A, E, R> =>
+    left === 0 ? run : Effect.catchIf(run, isRetryable, () => attempt(left - 1))
+  return attempt(100)
+}
 
 // With a tracer on, each statement (its text: values are never in it) and each transaction is a span.
 const traced = <A, E, R>(effect: Effect.Effect<A, E, R>, name: string, sql?: string) =>
@@ -183,7 +193,7 @@ export const makeDirect = (pool: DirectPool, limits: string, tracing: boolean): 
       // A port's statement turns its SqlError into a defect (MariaDbUnitOfWork.ts): a retryable one is run again
       // all the same.
       Effect.catchAllDefect((defect) => isRetryable(defect) ? Effect.fail(defect as SqlError) : Effect.die(defect)),
-      Effect.retry({ while: isRetryable, times: 100 })
+      retried
     )
   const transaction = <A, E, R>(work: Effect.Effect<A, E, R>) =>
     Effect.flatMap(
@@ -212,7 +222,7 @@ export const makeDirect = (pool: DirectPool, limits: string, tracing: boolean): 
         Exit.isSuccess(exit)
           ? Effect.sync(() => connection.release())
           : Effect.ensuring(Effect.ignore(simple(connection, "ROLLBACK")), Effect.sync(() => connection.release()))
-    ).pipe(Effect.retry({ while: isRetryable, times: 100 }))
+    ).pipe(retried)
     return tracing ? traced(run, "sql script", body) : run
   }
   // On the transaction's connection if the fiber is in one, else on the pool.

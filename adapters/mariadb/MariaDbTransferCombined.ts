@@ -46,31 +46,42 @@ const eventValues = ({ audience, event: e }: EventWrite) => {
   return [...row, e.id, at, at, audience.owner, ...audience.anyOf.map((type) => JSON.stringify(type))]
 }
 
-// A settle: the outcome's matched rows (mysql2 connects with FOUND_ROWS) decide the event and the balance change.
-const settleScript = (from: number, event: number, balance: boolean, answer: "key" | "waiting" | undefined) =>
-  [
-    updateOutcome(from),
+// A script's text, made once per shape.
+const once = <K extends string | number>(make: (key: K) => string) => {
+  const made = new Map<K, string>()
+  return (key: K) => {
+    let text = made.get(key)
+    if (text === undefined) made.set(key, text = make(key))
+    return text
+  }
+}
+
+// A settle: the outcome's matched rows (mysql2 connects with FOUND_ROWS, and ROW_COUNT() counts them too) decide
+// the event and the balance change, and the answer (the UPDATE's own result, the first of the script's).
+const settleScript = once((shape: string) => {
+  const [from, event, balance, answer] = shape.split(" ")
+  return [
+    updateOutcome(Number(from)),
     "SET @changed = ROW_COUNT()",
-    ...(event > 0 ? [eventWhere("@changed > 0", event)] : []),
-    ...(balance
+    ...(Number(event) > 0 ? [eventWhere("@changed > 0", Number(event))] : []),
+    ...(balance === "balance"
       ? [`INSERT INTO balances (client_id, merchant_id, currency, amount) SELECT ?, ?, ?, ? FROM DUAL
         WHERE @changed > 0 ON DUPLICATE KEY UPDATE amount = amount + VALUES(amount)`]
       : []),
-    ...(answer === "key" ? [keepAnswer] : answer === "waiting" ? [answerWaiting] : []),
-    "SELECT @changed AS changed"
+    ...(answer === "key" ? [keepAnswer] : answer === "waiting" ? [answerWaiting] : [])
   ].join(";\n")
+})
+const matchedFirst = (results: ReadonlyArray<unknown>) => (results[0] as { affectedRows?: number }).affectedRows ?? 0
 
-const lastRow = (results: ReadonlyArray<unknown>) => {
-  const last = results[results.length - 1]
-  return (Array.isArray(last) ? last[0] : undefined) as Record<string, unknown> | undefined
-}
+const keyAndTransferScript = `SET @key = 0; ${insertKey}; SET @key = 1; ${insertTransfer}`
+const transferAndEventScript = once((types: number) => `${insertTransfer}; ${eventWhere("TRUE", types)}`)
 
 export const mariaDbCombined = (direct: MariaDbDirectShape): CombinedOperations => ({
   // insertKey, then insertTransfer; a lost key stops at the first statement (nothing written: COMMIT ends it as
   // ROLLBACK would), a taken reference at the second (the key kept, as the operations one by one keep it).
   insertKeyAndTransfer: (t, claim) =>
     direct.script(
-      `SET @key = 0; ${insertKey}; SET @key = 1; ${insertTransfer}`,
+      keyAndTransferScript,
       [
         t.clientId,
         claim.key,
@@ -91,7 +102,7 @@ export const mariaDbCombined = (direct: MariaDbDirectShape): CombinedOperations 
   // insertTransfer, then the event if it inserted.
   insertTransferAndEvent: (t, event) =>
     direct.script(
-      `${insertTransfer}; ${eventWhere("TRUE", event.audience.anyOf.length)}`,
+      transferAndEventScript(event.audience.anyOf.length),
       [...transferValues(t), ...eventValues(event)],
       () => true,
       (error, send) => errnoOf(error) === 1062 ? Effect.as(send("ROLLBACK"), false) : rollBack(error, send)
@@ -99,7 +110,11 @@ export const mariaDbCombined = (direct: MariaDbDirectShape): CombinedOperations 
   settle: ({ answer, balance, event, from, transfer: t }) => {
     const answered = answer === undefined ? undefined : "key" in answer ? "key" as const : "waiting" as const
     return direct.script(
-      settleScript(from.length, event?.audience.anyOf.length ?? 0, balance !== undefined, answered),
+      settleScript(
+        `${from.length} ${event?.audience.anyOf.length ?? 0} ${balance === undefined ? "-" : "balance"} ${
+          answered ?? "-"
+        }`
+      ),
       [
         ...outcomeRow(t, identity),
         t.id,
@@ -112,7 +127,7 @@ export const mariaDbCombined = (direct: MariaDbDirectShape): CombinedOperations 
           ? ["transfer_made", t.id, null, t.clientId, answer.key]
           : [t.id, t.clientId, answer.waiting])
       ],
-      (results) => Number(lastRow(results)?.changed) > 0,
+      (results) => matchedFirst(results) > 0,
       rollBack
     ).pipe(Effect.orDie)
   }

@@ -490,12 +490,12 @@ for (const name of ["service", "service-hooks"]) {
   }
 }
 
-// `baseline`, `baseline-hooks` and `baseline-pg` (with --postgres): service, service-hooks and service-pg as
-// another checkout has them, built there (BENCH_BASELINE=/path/to/checkout): a change against the code before
-// it, in one run. Only with --targets.
+// `baseline`, `baseline-hooks`, `baseline-pg` (with --postgres) and `baseline-mariadb` (with --mariadb): service,
+// service-hooks, service-pg and service-mariadb as another checkout has them, built there
+// (BENCH_BASELINE=/path/to/checkout): a change against the code before it, in one run. Only with --targets.
 if (process.env.BENCH_BASELINE !== undefined) {
   const checkout = process.env.BENCH_BASELINE
-  for (const name of ["service", "service-hooks", "service-pg"]) {
+  for (const name of ["service", "service-hooks", "service-pg", "service-mariadb"]) {
     const def = targetDefinitions[name]
     const short = name.replace("service", "baseline")
     targetDefinitions[short] = {

@@ -13,7 +13,8 @@ import { layer as MariaDbTransferStore } from "../../adapters/mariadb/MariaDbTra
 import { runMigrations } from "../../adapters/sql/Migrations.ts"
 import { EventViewsLive } from "../../apps/http/webhooks/EventViewsLive.ts"
 import { RefundStore } from "../../core/payments/RefundStore.ts"
-import { ClientId, TransferId } from "../../core/payments/Transfer.ts"
+import { ClientId, Transfer, TransferId, unsettledStatuses } from "../../core/payments/Transfer.ts"
+import { TransferStorage } from "../../core/payments/TransferStorage.ts"
 import { TransferStore } from "../../core/payments/TransferStore.ts"
 import { storesOver } from "../../core/shared/Stores.ts"
 import { SubscriptionStore } from "../../core/subscriptions/SubscriptionStore.ts"
@@ -108,6 +109,26 @@ describe.skipIf(!mariadbEnabled)(
           const stored = Option.getOrThrow(yield* store.get(client, TransferId.make(`tr_${"columns".padEnd(24, "x")}`)))
           assert.strictEqual(stored.amount, 2n ** 63n - 1n)
           assert.strictEqual(DateTime.toEpochMillis(stored.createdAt), DateTime.toEpochMillis(createdAt))
+        }))
+    })
+
+    // Core does not read a settle's answer (TransferStore.ts), so CombinedEquivalence cannot see it: the script's
+    // first result, its UPDATE's matched rows, says whether this settle wrote the outcome.
+    layer(onShared(MariaDbTransferStore))("MariaDB combined settle", (it) => {
+      it.effect("answers true when it wrote the outcome, false when the transfer was settled before", () =>
+        Effect.gen(function*() {
+          const storage = yield* TransferStorage
+          const client = ClientId.make(`cl_${"settles".padEnd(24, "x")}`)
+          const createdAt = DateTime.unsafeMake(Date.UTC(2025, 0, 15, 12))
+          yield* storage.createClient({ id: client, name: "Settles" }, "hash-settles", createdAt)
+          const approved = transfer(client, "settles", "settles", 100n, createdAt)
+          assert.isTrue(yield* storage.insertTransfer(new Transfer({ ...approved, status: "pending" })))
+          const settle = storage.combined!.settle
+          assert.isTrue(yield* settle({ transfer: approved, from: unsettledStatuses }))
+          assert.isFalse(yield* settle({ transfer: approved, from: unsettledStatuses }))
+          assert.isFalse(
+            yield* settle({ transfer: transfer(client, "missing", "missing", 1n, createdAt), from: unsettledStatuses })
+          )
         }))
     })
 
