@@ -81,7 +81,9 @@ const noQuery: Decoder = (input, use) => {
   return name === undefined ? use({}) : Effect.fail(unknownParameter([name]))
 }
 
-const queryRecord = (query: string) => UrlParams.toRecord(UrlParams.fromInput(new URLSearchParams(query)))
+// An empty query is an empty record, without a URLSearchParams and its copies (most requests have no query).
+const queryRecord = (query: string): Readonly<Record<string, string | ReadonlyArray<string>>> =>
+  query === "" ? {} : UrlParams.toRecord(UrlParams.fromInput(new URLSearchParams(query)))
 
 // The success schemas of an endpoint, each with its status and encoding (as HttpApiBuilder encodes them).
 export const successEncoder = (schema: Schema.Schema.Any) => {
