@@ -16,6 +16,7 @@ import { acceptedBodies, unparsableBody } from "./Edge.ts"
 import { jsonDepthWithin, MaxJsonDepth } from "./JsonDepth.ts"
 import type { IncomingRequest } from "./Pipeline.ts"
 import { secured } from "./Security.ts"
+import { jsonAnswer, textAnswer } from "./TextBody.ts"
 
 // One endpoint of the spec, compiled once: its decoders, its handler, its success encoder and its security,
 // as one step from the request to the response.
@@ -100,8 +101,8 @@ export const successEncoder = (schema: Schema.Schema.Any) => {
         if (empty) return HttpServerResponse.empty({ status })
         const encoded = Either.getOrThrow(encode(value))
         return kind === "Json"
-          ? HttpServerResponse.unsafeJson(encoded, { status, contentType })
-          : HttpServerResponse.text(encoded as string, { status, contentType })
+          ? jsonAnswer(encoded, { status, contentType })
+          : textAnswer(encoded as string, { status, contentType })
       }
     }
   })
