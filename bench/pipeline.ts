@@ -56,13 +56,14 @@ const inspector = <A>(method: string, params?: object) =>
 interface Answer {
   readonly status: number
   readonly headers: Readonly<Record<string, string>>
-  readonly body: { readonly _tag: string; readonly body?: Uint8Array }
+  readonly body: { readonly _tag: string; readonly body?: Uint8Array | string }
 }
 const answer = (pipeline: Pipeline, r: IncomingRequest) =>
   new Promise<Answer>((ok, fail) =>
     pipeline(r).addObserver((exit) => (exit._tag === "Success" ? ok(exit.value as unknown as Answer) : fail(exit)))
   )
-const json = (a: Answer) => JSON.parse(new TextDecoder().decode(a.body.body))
+const json = (a: Answer) =>
+  JSON.parse(typeof a.body.body === "string" ? a.body.body : new TextDecoder().decode(a.body.body))
 
 let unique = 0
 const transferBody = (reference: string, expiry = "2030-12") =>

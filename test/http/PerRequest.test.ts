@@ -1,18 +1,51 @@
+import { HttpServerResponse } from "@effect/platform"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Equal, FiberRef, FiberRefs, Logger, LogLevel, Runtime, Schema } from "effect"
+import * as fc from "fast-check"
 import { Health } from "../../apps/http/Api.ts"
 import { CurrentRequestId, currentRequestId } from "../../apps/http/pipeline/Edge.ts"
 import { successEncoder } from "../../apps/http/pipeline/Endpoint.ts"
 import { forkedRefs, withRequestId } from "../../apps/http/pipeline/Pipeline.ts"
+import { jsonAnswer, textAnswer } from "../../apps/http/pipeline/TextBody.ts"
 
 // What the pipeline keeps from one request to the next, or skips, to allocate less per request
 // (docs/decisions/0057): each answers as the plain way does.
-const bytes = (response: { readonly body: unknown }) =>
-  new TextDecoder().decode((response.body as { readonly body: Uint8Array }).body)
+const bytes = (response: { readonly body: unknown }) => {
+  const body = (response.body as { readonly body: Uint8Array | string }).body
+  return typeof body === "string" ? body : new TextDecoder().decode(body)
+}
 
 class Item extends Schema.Class<Item>("Item")({ name: Schema.String, count: Schema.NumberFromString }) {}
 
 describe("per request", () => {
+  // apps/http/pipeline/TextBody.ts (docs/decisions/0070): the text itself as the body, answered as
+  // @effect/platform's text and unsafeJson answer it.
+  it("a text or JSON answer has the status, headers and UTF-8 bytes the platform's own would have", () =>
+    fc.assert(fc.property(
+      fc.jsonValue(),
+      fc.string({ unit: "grapheme" }),
+      fc.constantFrom(undefined, 201, 402),
+      fc.constantFrom(undefined, "application/json", "text/csv; charset=utf-8"),
+      fc.dictionary(fc.constantFrom("location", "etag", "x-a"), fc.string({ unit: "grapheme-ascii", minLength: 1 })),
+      (value, text, status, contentType, headers) => {
+        const options = { status, contentType, headers }
+        const same = (
+          ours: HttpServerResponse.HttpServerResponse,
+          theirs: HttpServerResponse.HttpServerResponse
+        ) => {
+          assert.strictEqual(ours.status, theirs.status)
+          assert.deepStrictEqual({ ...ours.headers }, { ...theirs.headers })
+          const body = (ours.body as { readonly body: string }).body
+          assert.deepStrictEqual(
+            new TextEncoder().encode(body),
+            (theirs.body as { readonly body: Uint8Array }).body
+          )
+        }
+        same(jsonAnswer(value, options), HttpServerResponse.unsafeJson(value, options))
+        same(textAnswer(text, options), HttpServerResponse.text(text, options))
+      }
+    )))
+
   it("the same value answers the same response, equal to a fresh encoding; another value its own", () => {
     const encode = successEncoder(Health)
     const healthy = new Health({ status: "ok" })

@@ -1,4 +1,3 @@
-import { HttpServerResponse } from "@effect/platform"
 import { Clock, DateTime, Effect, Metric } from "effect"
 import { SiteSettings } from "../../../core/shared/SiteSettings.ts"
 import { type Backlog, StorageHealth } from "../../../core/shared/StorageHealth.ts"
@@ -7,6 +6,7 @@ import { Pages } from "../pages/Pages.ts"
 import { apiError } from "../pipeline/ApiError.ts"
 import { group } from "../pipeline/ApiHandlers.ts"
 import { ErrorCatalog, errorCodes } from "../pipeline/ErrorCatalog.ts"
+import { jsonAnswer, textAnswer } from "../pipeline/TextBody.ts"
 import { scalarPage } from "./DocsUi.ts"
 import { documentedApi, openApiDocument } from "./OpenApiDocument.ts"
 import { prometheusText } from "./Prometheus.ts"
@@ -56,11 +56,11 @@ export const MetaLive = group(Api, "meta", (handlers) =>
           )
         ))
       .handle("errors", () => Effect.succeed(catalogPage))
-      .handle("openapi", () => Effect.succeed(HttpServerResponse.unsafeJson(spec)))
+      .handle("openapi", () => Effect.succeed(jsonAnswer(spec)))
       .handle("docs", () => docsPage)
       .handle("metrics", () =>
         Effect.map(
           sampleOutbox,
-          () => HttpServerResponse.text(prometheusText(), { contentType: "text/plain; version=0.0.4; charset=utf-8" })
+          () => textAnswer(prometheusText(), { contentType: "text/plain; version=0.0.4; charset=utf-8" })
         ))
   }))

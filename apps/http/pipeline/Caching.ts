@@ -1,6 +1,7 @@
 import { HttpServerResponse } from "@effect/platform"
 import { DateTime, Schema } from "effect"
 import { sha256 } from "../../../adapters/crypto/Sha256.ts"
+import { textAnswer } from "./TextBody.ts"
 
 // Conditional GETs (RFC 9110 13.1): a strong ETag from the representation's bytes, Last-Modified from the
 // data, 304 when If-None-Match matches or, without If-None-Match, when If-Modified-Since is not older. A
@@ -60,5 +61,5 @@ export const cacheableJson = (
   }
   return notModified(headers, etag, lastModified)
     ? HttpServerResponse.empty({ status: 304, headers: responseHeaders })
-    : HttpServerResponse.text(body, { status: 200, contentType: "application/json", headers: responseHeaders })
+    : textAnswer(body, { status: 200, contentType: "application/json", headers: responseHeaders })
 }

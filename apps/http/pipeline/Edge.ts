@@ -4,6 +4,7 @@ import { globalValue } from "effect/GlobalValue"
 import { sha256 } from "../../../adapters/crypto/Sha256.ts"
 import { type ApiError, apiError, isApiError, statusOf } from "./ApiError.ts"
 import { makeRateLimiter, type RateLimit, type RateLimiter } from "./RateLimiter.ts"
+import { jsonAnswer } from "./TextBody.ts"
 
 // The edge of the pipeline (apps/http/pipeline/Pipeline.ts): every error, whoever raised it (a handler, a decoder, the
 // router, a defect), leaves as the one documented error body with its status, doc_url and request id; request
@@ -117,7 +118,7 @@ export const makeResponder = (baseUrl: string, isUnavailable: (error: unknown) =
     return all.length > 0 && all.every(isUnavailable)
   }
   const render = (e: ApiError, requestId: string, headers: Record<string, string> = {}) =>
-    HttpServerResponse.unsafeJson(errorBody(baseUrl, e, requestId), { status: statusOf(e), headers })
+    jsonAnswer(errorBody(baseUrl, e, requestId), { status: statusOf(e), headers })
   const respond = <E, R>(
     requestId: string,
     effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>

@@ -16,6 +16,7 @@ import { acceptedBodies, unparsableBody } from "./Edge.ts"
 import { jsonDepthWithin, MaxJsonDepth } from "./JsonDepth.ts"
 import type { IncomingRequest } from "./Pipeline.ts"
 import { secured } from "./Security.ts"
+import { jsonAnswer, textAnswer } from "./TextBody.ts"
 
 // One endpoint of the spec, compiled once: its decoders, its handler, its success encoder and its security,
 // as one step from the request to the response.
@@ -81,7 +82,9 @@ const noQuery: Decoder = (input, use) => {
   return name === undefined ? use({}) : Effect.fail(unknownParameter([name]))
 }
 
-const queryRecord = (query: string) => UrlParams.toRecord(UrlParams.fromInput(new URLSearchParams(query)))
+// An empty query is an empty record, without a URLSearchParams and its copies (most requests have no query).
+const queryRecord = (query: string): Readonly<Record<string, string | ReadonlyArray<string>>> =>
+  query === "" ? {} : UrlParams.toRecord(UrlParams.fromInput(new URLSearchParams(query)))
 
 // The success schemas of an endpoint, each with its status and encoding (as HttpApiBuilder encodes them).
 export const successEncoder = (schema: Schema.Schema.Any) => {
@@ -98,8 +101,8 @@ export const successEncoder = (schema: Schema.Schema.Any) => {
         if (empty) return HttpServerResponse.empty({ status })
         const encoded = Either.getOrThrow(encode(value))
         return kind === "Json"
-          ? HttpServerResponse.unsafeJson(encoded, { status, contentType })
-          : HttpServerResponse.text(encoded as string, { status, contentType })
+          ? jsonAnswer(encoded, { status, contentType })
+          : textAnswer(encoded as string, { status, contentType })
       }
     }
   })

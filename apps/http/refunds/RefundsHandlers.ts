@@ -1,4 +1,3 @@
-import { HttpServerResponse } from "@effect/platform"
 import { Effect, Option, Schema } from "effect"
 import { type Refund, RefundId } from "../../../core/payments/Refund.ts"
 import { type RefundAnswer, Refunds } from "../../../core/payments/Refunds.ts"
@@ -12,6 +11,7 @@ import { cacheableJson } from "../pipeline/Caching.ts"
 import { currentRequestId } from "../pipeline/Edge.ts"
 import { CurrentClient } from "../pipeline/MerchantAuth.ts"
 import { countRefund } from "../pipeline/Observability.ts"
+import { textAnswer } from "../pipeline/TextBody.ts"
 import { refundView } from "./RefundsApi.ts"
 
 const isTransferId = Schema.is(TransferId)
@@ -23,7 +23,7 @@ const envelope = (r: Refund) => JSON.stringify({ refund: refundView(r) })
 // refund is the same bytes. Made, it is 201 (succeeded or failed); not known yet, 202, reconciled later.
 const answers = (baseUrl: string) => ({ refund, replayed }: RefundAnswer) => {
   if (!replayed) countRefund(refund.status, refund.failureReason)
-  return HttpServerResponse.text(envelope(refund), {
+  return textAnswer(envelope(refund), {
     status: refund.status === "pending" || refund.status === "unknown" ? 202 : 201,
     contentType: "application/json",
     headers: {

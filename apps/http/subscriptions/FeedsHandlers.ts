@@ -7,6 +7,7 @@ import { Api } from "../Api.ts"
 import { apiError } from "../pipeline/ApiError.ts"
 import { group } from "../pipeline/ApiHandlers.ts"
 import { cacheableJson } from "../pipeline/Caching.ts"
+import { jsonAnswer } from "../pipeline/TextBody.ts"
 
 export const renderFeed = (f: Feed) => ({
   name: f.name,
@@ -39,7 +40,7 @@ export const FeedsLive = group(Api, "feeds", (handlers) =>
         }))
       .handle("put", ({ path, payload }) =>
         Effect.map(subscriptions.putFeed(path.name, payload.title), ({ created, feed }) =>
-          HttpServerResponse.unsafeJson({ feed: renderFeed(feed) }, {
+          jsonAnswer({ feed: renderFeed(feed) }, {
             status: created ? 201 : 200,
             headers: created ? { location: `${baseUrl}/feeds/${feed.name}` } : {}
           })))

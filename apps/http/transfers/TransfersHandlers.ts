@@ -1,4 +1,3 @@
-import { HttpServerResponse } from "@effect/platform"
 import { Effect, Option, Schema } from "effect"
 import { cardErrorMessages } from "../../../core/payments/CardNetwork.ts"
 import type { IdempotencyKey, RequestHash } from "../../../core/payments/Idempotency.ts"
@@ -16,6 +15,7 @@ import { makeKnownBodies } from "../pipeline/KnownBodies.ts"
 import { CurrentClient } from "../pipeline/MerchantAuth.ts"
 import { countTransfer } from "../pipeline/Observability.ts"
 import type { IncomingRequest } from "../pipeline/Pipeline.ts"
+import { textAnswer } from "../pipeline/TextBody.ts"
 import { transferView } from "./TransfersApi.ts"
 
 const isTransferId = Schema.is(TransferId)
@@ -27,7 +27,7 @@ const envelope = (t: Transfer) => JSON.stringify({ payment_transfer: transferVie
 const answers = (baseUrl: string) => {
   const location = (id: string) => `${baseUrl}/merchant/transfers/payment/${id}`
   const json = (status: number, body: string, headers: Record<string, string>) =>
-    HttpServerResponse.text(body, { status, contentType: "application/json", headers })
+    textAnswer(body, { status, contentType: "application/json", headers })
   return ({ answer, replayed, requestId }: Submitted) => {
     const headers: Record<string, string> = replayed ? { "idempotent-replayed": "true" } : {}
     const error = (e: Parameters<typeof errorBody>[1]) => JSON.stringify(errorBody(baseUrl, e, requestId))

@@ -15,6 +15,7 @@ import { adminAuthLayer } from "../pipeline/AdminAuthLive.ts"
 import { apiError } from "../pipeline/ApiError.ts"
 import { group } from "../pipeline/ApiHandlers.ts"
 import { bearerClient } from "../pipeline/MerchantAuthLive.ts"
+import { jsonAnswer } from "../pipeline/TextBody.ts"
 import { CurrentOwner, WebhookAuth } from "./WebhooksApi.ts"
 
 const iso = (t: DateTime.Utc | undefined) => (t === undefined ? {} : DateTime.formatIso(t))
@@ -68,7 +69,7 @@ export const WebhooksLive = group(Api, "webhooks", (handlers) =>
         owned((owner) =>
           webhooks.create(owner, payload.url, payload.enabled_events).pipe(
             Effect.map(({ endpoint, secret }) =>
-              HttpServerResponse.unsafeJson({ ...endpointView(endpoint), secret }, { status: 201 })
+              jsonAnswer({ ...endpointView(endpoint), secret }, { status: 201 })
             ),
             Effect.catchTag("EventTypesRefused", (e) =>
               Effect.fail(
@@ -78,8 +79,7 @@ export const WebhooksLive = group(Api, "webhooks", (handlers) =>
                   { param: "enabled_events" }
                 )
               )),
-            Effect.catchTag("UrlRefused", (e) =>
-              Effect.fail(apiError("url_refused", e.reason, { param: "url" })))
+            Effect.catchTag("UrlRefused", (e) => Effect.fail(apiError("url_refused", e.reason, { param: "url" })))
           )
         ))
       .handle("list", () =>
@@ -94,8 +94,7 @@ export const WebhooksLive = group(Api, "webhooks", (handlers) =>
           withEndpoint(path.id, (id) =>
             webhooks.get(owner, id).pipe(
               Effect.map(endpointView),
-              Effect.catchTag("EndpointNotFound", () =>
-                Effect.fail(endpointMissing()))
+              Effect.catchTag("EndpointNotFound", () => Effect.fail(endpointMissing()))
             ))
         ))
       .handle("delete", ({ path }) =>
@@ -157,7 +156,7 @@ export const WebhooksLive = group(Api, "webhooks", (handlers) =>
                     )
                 })
               )
-              return HttpServerResponse.unsafeJson({ event, webhook_endpoint: payload.webhook_endpoint }, {
+              return jsonAnswer({ event, webhook_endpoint: payload.webhook_endpoint }, {
                 status: 202
               })
             }))
