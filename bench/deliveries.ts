@@ -64,7 +64,9 @@ const layer = WebhookWorker.Default.pipe(
   Layer.provideMerge(SqliteWebhookStore),
   Layer.provideMerge(senderLayer),
   Layer.provide(Layer.effectDiscard(runMigrations)),
-  Layer.provideMerge(SqliteClient({ filename: join(dataDir, "paysub.db"), open: openBetterSqlite3 }))
+  Layer.provideMerge(SqliteClient({ filename: join(dataDir, "paysub.db"), open: openBetterSqlite3 })),
+  // As the app has it without an OTLP endpoint (apps/Telemetry.ts): no spans, so the direct path makes none.
+  Layer.provide(Layer.setTracerEnabled(false))
 )
 
 // An event body the size of a transfer's.

@@ -1,5 +1,5 @@
 import { Context, Data, DateTime, Effect, Either, Layer, Option } from "effect"
-import { randomId } from "../shared/RandomId.ts"
+import { timeOrderedId } from "../shared/RandomId.ts"
 import { emit, newEvent } from "../webhooks/Events.ts"
 import { EventViews } from "../webhooks/EventViews.ts"
 import type { EventId } from "../webhooks/Webhooks.ts"
@@ -117,7 +117,7 @@ export const make = Effect.gen(function*() {
 
   const settle: RefundStoreShape["settle"] = (refund, from) =>
     Effect.flatMap(
-      Effect.zip(randomId("evt_"), DateTime.now),
+      Effect.zip(timeOrderedId("evt_"), DateTime.now),
       ([eventId, now]) =>
         storage.transact((tx) =>
           Effect.gen(function*() {

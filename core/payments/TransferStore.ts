@@ -1,5 +1,5 @@
 import { Context, DateTime, Effect, Layer, Option, Struct } from "effect"
-import { randomId } from "../shared/RandomId.ts"
+import { timeOrderedId } from "../shared/RandomId.ts"
 import { audienceOf, emit, newEvent } from "../webhooks/Events.ts"
 import { EventViews } from "../webhooks/EventViews.ts"
 import { type EventId, transferEventType } from "../webhooks/Webhooks.ts"
@@ -178,7 +178,7 @@ export const make = Effect.gen(function*() {
   const eventOf = (t: Transfer) => {
     const type = transferEventType(t.status)
     return type === undefined ? Effect.succeed(undefined) : Effect.map(
-      Effect.zip(randomId("evt_"), DateTime.now),
+      Effect.zip(timeOrderedId("evt_"), DateTime.now),
       ([id, now]) => newEvent(id as EventId, type, t.clientId, views.transfer(t), now, t.id)
     )
   }

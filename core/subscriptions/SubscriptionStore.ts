@@ -1,7 +1,7 @@
 import { Context, DateTime, Effect, Layer, Option, Struct } from "effect"
 import { type Day, dayOf } from "../shared/Day.ts"
 import { type Email, normalizeEmail } from "../shared/Email.ts"
-import { randomId } from "../shared/RandomId.ts"
+import { timeOrderedId } from "../shared/RandomId.ts"
 import { emit, newEvent } from "../webhooks/Events.ts"
 import { EventViews } from "../webhooks/EventViews.ts"
 import { AdminOwner, type EventId } from "../webhooks/Webhooks.ts"
@@ -193,7 +193,7 @@ export const make = Effect.gen(function*() {
     })
 
   const redeemToken: SubscriptionStoreShape["redeemToken"] = (hash, purpose, event, now) =>
-    Effect.flatMap(randomId("evt_"), (eventId) =>
+    Effect.flatMap(timeOrderedId("evt_"), (eventId) =>
       storage.transact((tx) =>
         Effect.gen(function*() {
           const token = yield* tx.lockToken(hash, purpose)

@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Random } from "effect"
+import { Clock, Effect, Random } from "effect"
 import * as fc from "effect/FastCheck"
 import { randomId } from "../../../core/payments/Transfers.ts"
+import { timeOrderedId } from "../../../core/shared/RandomId.ts"
 
 const idOf = (seed: number) => Effect.runSync(Effect.withRandom(randomId("tr_"), Random.make(seed)))
 
@@ -23,6 +24,42 @@ describe("randomId", () => {
 
   it("does not repeat", () => {
     const ids = new Set(Array.from({ length: 5000 }, (_, seed) => idOf(seed)))
+    assert.strictEqual(ids.size, 5000)
+  })
+})
+
+describe("timeOrderedId", () => {
+  const at = (millis: number, seed: number) =>
+    Effect.runSync(
+      Effect.withRandom(timeOrderedId("evt_"), Random.make(seed)).pipe(
+        // Only the milliseconds are read.
+        Effect.withClock({
+          ...Clock.make(),
+          unsafeCurrentTimeMillis: () => millis,
+          currentTimeMillis: Effect.succeed(millis)
+        })
+      )
+    )
+
+  it("has randomId's shape, and sorts by its time under a binary and a case-blind comparison", () => {
+    const now = Date.UTC(2026, 10, 28)
+    fc.assert(fc.property(
+      fc.integer({ min: 0, max: 200 * 365 * 86_400_000 }),
+      fc.integer({ min: 0, max: 200 * 365 * 86_400_000 }),
+      fc.integer(),
+      (a, b, seed) => {
+        const [x, y] = [at(now + a, seed), at(now + b, seed + 1)]
+        assert.match(x, /^evt_[0-9A-Za-z]{24}$/)
+        if (a < b) {
+          assert.isTrue(x < y)
+          assert.isTrue(x.toLowerCase() < y.toLowerCase())
+        }
+      }
+    ))
+  })
+
+  it("does not repeat within one millisecond", () => {
+    const ids = new Set(Array.from({ length: 5000 }, (_, seed) => at(0, seed)))
     assert.strictEqual(ids.size, 5000)
   })
 })
