@@ -50,8 +50,10 @@ const holdsCardNumber = (run: string): boolean => {
   return false
 }
 
+const markers = /pan:|ucaf:/i
+const digitRuns = /[0-9]+(?:[ -][0-9]+)*/g
 export const holdsCardData = (text: string): boolean =>
-  /pan:|ucaf:/i.test(text) || (text.match(/[0-9]+(?:[ -][0-9]+)*/g) ?? []).some(holdsCardNumber)
+  markers.test(text) || (text.match(digitRuns) ?? []).some(holdsCardNumber)
 
 export interface Expiry {
   readonly year: number

@@ -7,10 +7,10 @@ import {
   UrlParams
 } from "@effect/platform"
 import { Context, Effect, Either, Option, Runtime, Schema } from "effect"
-import type { ParseOptions } from "effect/SchemaAST"
 import { prefersHtml } from "../pages/Pages.ts"
 import { type ApiError, apiError, isApiError, statusOf } from "./ApiError.ts"
 import { middlewaresOf } from "./ApiHandlers.ts"
+import { declaredOnlyDecoder } from "./DeclaredOnly.ts"
 import { fromParseError, unknownParameter } from "./DecodeErrors.ts"
 import { acceptedBodies, unparsableBody } from "./Edge.ts"
 import { jsonDepthWithin, MaxJsonDepth } from "./JsonDepth.ts"
@@ -64,8 +64,10 @@ type Decoder = (
 
 // The spec's schemas are synchronous: decoded to an Either, without an Effect step per schema. A failure becomes
 // the error body at once: the issue tree, which holds the input, is dropped here.
-const decoder = (schema: Schema.Schema<any, any, any>, options?: ParseOptions): Decoder => {
-  const decode = Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown, never>, options)
+const decoder = (schema: Schema.Schema<any, any, any>, onlyDeclared = false): Decoder => {
+  const decode = onlyDeclared
+    ? declaredOnlyDecoder(schema)
+    : Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown, never>)
   return (input, use) => {
     const result = decode(input)
     return Either.isLeft(result) ? Effect.fail(fromParseError(result.left)) : use(result.right)
@@ -73,9 +75,10 @@ const decoder = (schema: Schema.Schema<any, any, any>, options?: ParseOptions): 
 }
 
 // Payloads and queries name only the members their schemas declare: another one is refused (400
-// parameter_unknown), as the document's `additionalProperties: false` says. A schema whose input comes from
-// elsewhere (a page's link, which mail and trackers may extend) says so with its own parseOptions annotation.
-const declaredOnly: ParseOptions = { onExcessProperty: "error" }
+// parameter_unknown), as the document's `additionalProperties: false` says (./DeclaredOnly.ts). A schema whose
+// input comes from elsewhere (a page's link, which mail and trackers may extend) says so with its own
+// parseOptions annotation.
+const declaredOnly = true
 
 const noQuery: Decoder = (input, use) => {
   const [name] = Object.keys(input as object)
