@@ -23,14 +23,20 @@ const drawn = (start: string, draws: number, length: number): Effect.Effect<stri
   })
 export const randomId = (prefix: string): Effect.Effect<string> => drawn(prefix, 5, prefix.length + 24)
 
-// The same shape, sorted by when it was made: nine base-36 digits of the clock's milliseconds (fixed width until
-// the year 5188; digits and lower-case letters, which binary and case-blind collations sort alike), then 15
-// random characters (about 89 bits, in three draws). A table indexed by such ids takes each new one at the end of
-// its index, where a random one lands on a page of its own: one more page written per id and commit
+// The same shape, sorted by when it was made: nine letters of the clock's milliseconds in base 26, `a` to `z`
+// (fixed width until the year 2142; lower-case letters, which binary and case-blind collations sort alike, and no
+// digits, so that an id never holds the run of 12 or more digits the card-data checks look for), then 15 random
+// characters (about 89 bits, in three draws). A table indexed by such ids takes each new one at the end of its
+// index, where a random one lands on a page of its own: one more page written per id and commit
 // (docs/decisions/0068).
-const TimeDigits = 9
+const TimeLetters = 9
+const timeLetters = (millis: number) => {
+  let letters = ""
+  for (let i = 0; i < TimeLetters; i++) {
+    letters = String.fromCharCode(97 + (millis % 26)) + letters
+    millis = Math.floor(millis / 26)
+  }
+  return letters
+}
 export const timeOrderedId = (prefix: string): Effect.Effect<string> =>
-  Effect.flatMap(
-    Clock.currentTimeMillis,
-    (millis) => drawn(prefix + millis.toString(36).padStart(TimeDigits, "0"), 3, prefix.length + 24)
-  )
+  Effect.flatMap(Clock.currentTimeMillis, (millis) => drawn(prefix + timeLetters(millis), 3, prefix.length + 24))
