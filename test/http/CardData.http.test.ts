@@ -125,6 +125,9 @@ const scrubRandomTokens = (text: string) =>
     .replace(/(?<![A-Za-z])(tr|cl|fp|req|sk|evt|we)_[A-Za-z0-9_-]{20,}/g, "#")
     .replace(/\bwhsec_[A-Za-z0-9+/=]{20,}/g, "#")
     .replace(/[0-9a-f]{64}/g, "#")
+    // A strong ETag (apps/http/pipeline/Caching.ts): 27 base64url characters of the body's SHA-256, where a
+    // 4-digit run between letters comes by chance about once in a million (once a CVC "answered" by a transfer's GET).
+    .replace(/"[A-Za-z0-9_-]{27}"/g, "#")
     .replace(/[A-Za-z0-9_-]{40,}/g, "#")
 
 const cvcFound = (text: string, cvc: string, digitBounded: boolean) =>
@@ -450,7 +453,9 @@ describe("card data", () => {
     for (const r of received) {
       const text = wholeResponse(r)
       for (const pan of pans) assert.isFalse(text.includes(pan), `${r.method} ${r.url} answered card number ${pan}`)
-      for (const cvc of cvcs) assert.isFalse(cvcFound(text, cvc, true), `${r.method} ${r.url} answered CVC ${cvc}`)
+      for (const cvc of cvcs) {
+        if (cvcFound(text, cvc, true)) assert.fail(`${r.method} ${r.url} answered CVC ${cvc}: ${around(text, cvc)}`)
+      }
       for (const value of authValues) {
         assert.isFalse(text.includes(value), `${r.method} ${r.url} answered authentication value ${value}`)
       }
