@@ -46,31 +46,31 @@ const eventValues = ({ audience, event: e }: EventWrite) => {
   return [...row, e.id, at, at, audience.owner, ...audience.anyOf.map((type) => JSON.stringify(type))]
 }
 
-// A script's text, made once per shape.
-const once = <K extends string | number>(make: (key: K) => string) => {
-  const made = new Map<K, string>()
-  return (key: K) => {
+// A script's text, made once per shape (its arguments).
+const once = <A extends ReadonlyArray<string | number | boolean | undefined>>(make: (...shape: A) => string) => {
+  const made = new Map<string, string>()
+  return (...shape: A) => {
+    const key = shape.join(" ")
     let text = made.get(key)
-    if (text === undefined) made.set(key, text = make(key))
+    if (text === undefined) made.set(key, text = make(...shape))
     return text
   }
 }
 
 // A settle: the outcome's matched rows (mysql2 connects with FOUND_ROWS, and ROW_COUNT() counts them too) decide
 // the event and the balance change, and the answer (the UPDATE's own result, the first of the script's).
-const settleScript = once((shape: string) => {
-  const [from, event, balance, answer] = shape.split(" ")
-  return [
-    updateOutcome(Number(from)),
+const settleScript = once((from: number, event: number, balance: boolean, answer: "key" | "waiting" | undefined) =>
+  [
+    updateOutcome(from),
     "SET @changed = ROW_COUNT()",
-    ...(Number(event) > 0 ? [eventWhere("@changed > 0", Number(event))] : []),
-    ...(balance === "balance"
+    ...(event > 0 ? [eventWhere("@changed > 0", event)] : []),
+    ...(balance
       ? [`INSERT INTO balances (client_id, merchant_id, currency, amount) SELECT ?, ?, ?, ? FROM DUAL
         WHERE @changed > 0 ON DUPLICATE KEY UPDATE amount = amount + VALUES(amount)`]
       : []),
     ...(answer === "key" ? [keepAnswer] : answer === "waiting" ? [answerWaiting] : [])
   ].join(";\n")
-})
+)
 const matchedFirst = (results: ReadonlyArray<unknown>) => (results[0] as { affectedRows?: number }).affectedRows ?? 0
 
 const keyAndTransferScript = `SET @key = 0; ${insertKey}; SET @key = 1; ${insertTransfer}`
@@ -110,11 +110,7 @@ export const mariaDbCombined = (direct: MariaDbDirectShape): CombinedOperations 
   settle: ({ answer, balance, event, from, transfer: t }) => {
     const answered = answer === undefined ? undefined : "key" in answer ? "key" as const : "waiting" as const
     return direct.script(
-      settleScript(
-        `${from.length} ${event?.audience.anyOf.length ?? 0} ${balance === undefined ? "-" : "balance"} ${
-          answered ?? "-"
-        }`
-      ),
+      settleScript(from.length, event?.audience.anyOf.length ?? 0, balance !== undefined, answered),
       [
         ...outcomeRow(t, identity),
         t.id,

@@ -454,7 +454,6 @@ export const drive = (gen, input, failed = false) => {
     failed = false
   }
 }
-// f(v), now or when v settles.
 // Where a reference keeps its rows: with --postgres or --mariadb in `argv`, the database at DATABASE_URL (which
 // must be of that kind); else the SQLite file DB_FILE, or `file`.
 export const storageOf = (argv, file) => {
@@ -471,6 +470,7 @@ export const storageOf = (argv, file) => {
   return { databaseUrl: process.env.DATABASE_URL }
 }
 
+// f(v), now or when v settles.
 export const when = (v, f) => (isPromise(v) ? v.then(f) : f(v))
 
 const sqliteDriver = (filename) => {
