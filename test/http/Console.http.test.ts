@@ -341,7 +341,9 @@ describe.skipIf(inMemory)("the merchant's transfers in the console", () => {
     ) assert.include(page.text, shown)
     assert.notInclude(page.text, pan)
     assert.notInclude(page.text, pan.slice(0, 12))
-    assert.notInclude(page.text.toLowerCase(), "cvc")
+    // Random ids and tokens (the transfer's and refund's ids, the CSRF token, the refund form's key) spell
+    // "cvc" by chance about once in a hundred runs; the label or the account URI's "cvc=" never sits in one.
+    assert.notMatch(page.text.replace(/[A-Za-z0-9_-]{16,}/g, "#"), /cvc/i)
   })
 })
 
