@@ -1,2 +1,6 @@
-export declare const nodeStartCommand: () => { readonly flags: Array<string>; readonly entry: string }
+export declare const nodeStartCommand: (checkout?: string) => {
+  readonly env: Readonly<Record<string, string>>
+  readonly flags: Array<string>
+  readonly entry: string
+}
 export declare const denoStartCommand: () => Array<string>

@@ -9,16 +9,26 @@ import { join, resolve } from "node:path"
 const root = resolve(import.meta.dirname, "..")
 const scripts = () => JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts
 
-// `node scripts/build.mjs && exec node [--flags] dist/node/main.mjs`: plain node on the bundle that
-// scripts/build.mjs makes. The file is relative to the repository's root. (`exec`: the shell npm runs the
-// script in becomes the app, so the SIGTERM npm forwards reaches the app.)
-export const nodeStartCommand = () => {
-  const start = scripts().start
-  const match = /(?:^|&&)\s*(?:exec\s+)?node((?:\s+--\S+)*)\s+(\S+\.mjs)\s*$/.exec(start)
+// `node scripts/build.mjs && exec env NAME=value... node [--flags] dist/node/main.mjs`: plain node on the bundle
+// that scripts/build.mjs makes, with the variables `env` sets (MALLOC_ARENA_MAX, docs/decisions/0071). The file
+// is relative to the checkout's root. (`exec`: the shell npm runs the script in becomes `env`, which becomes the
+// app, so the SIGTERM npm forwards reaches the app.)
+export const nodeStartCommand = (checkout = root) => {
+  const start = JSON.parse(readFileSync(join(checkout, "package.json"), "utf8")).scripts.start
+  const match = /(?:^|&&)\s*(?:exec\s+)?(?:env((?:\s+[A-Z_][A-Z0-9_]*=\S*)+)\s+)?node((?:\s+--\S+)*)\s+(\S+\.mjs)\s*$/
+    .exec(start)
   if (match === null) {
-    throw new Error(`package.json's start script is not "... && exec node [--flags] FILE.mjs": ${start}`)
+    throw new Error(
+      `package.json's start script is not "... && exec [env NAME=value...] node [--flags] FILE.mjs": ${start}`
+    )
   }
-  return { flags: match[1].trim().split(/\s+/).filter(Boolean), entry: join(root, match[2]) }
+  const env = Object.fromEntries(
+    (match[1] ?? "").trim().split(/\s+/).filter(Boolean).map((a) => {
+      const at = a.indexOf("=")
+      return [a.slice(0, at), a.slice(at + 1)]
+    })
+  )
+  return { env, flags: match[2].trim().split(/\s+/).filter(Boolean), entry: join(checkout, match[3]) }
 }
 
 // `node scripts/build.mjs && exec deno run [--flags] dist/deno/main.mjs`: Deno on the bundle scripts/build.mjs makes,

@@ -388,12 +388,15 @@ const nodeService = (extraNodeArgs = []) => {
   const { entry, flags } = nodeStartCommand()
   return [process.execPath, ...flags, ...extraNodeArgs, entry]
 }
+// The variables npm start sets for the Node app (MALLOC_ARENA_MAX).
+const nodeServiceEnv = nodeStartCommand().env
 
 export const targetDefinitions = {
   service: {
     label: "service (node, sqlite)",
     short: "service",
     command: nodeService,
+    env: nodeServiceEnv,
     bundle: true,
     database: "sqlite",
     app: true
@@ -420,6 +423,7 @@ export const targetDefinitions = {
     label: "service (node, postgres)",
     short: "service-pg",
     command: nodeService,
+    env: nodeServiceEnv,
     bundle: true,
     database: "postgres",
     app: true
@@ -440,6 +444,7 @@ export const targetDefinitions = {
     label: "service (node, mariadb)",
     short: "service-mariadb",
     command: nodeService,
+    env: nodeServiceEnv,
     bundle: true,
     database: "mariadb",
     app: true
@@ -462,6 +467,7 @@ export const targetDefinitions = {
     label: "service + 1 webhook endpoint (node, sqlite)",
     short: "service-hooks",
     command: nodeService,
+    env: nodeServiceEnv,
     bundle: true,
     database: "sqlite",
     app: true,
@@ -472,6 +478,7 @@ export const targetDefinitions = {
     label: "service x2 (node, postgres)",
     short: "service-pg-x2",
     command: nodeService,
+    env: nodeServiceEnv,
     bundle: true,
     database: "postgres",
     app: true,
@@ -486,7 +493,7 @@ for (const name of ["service", "service-hooks"]) {
     ...def,
     label: `${def.label}, sends on the main thread`,
     short: `${name}-1t`,
-    env: { DELIVERY_THREAD: "off" }
+    env: { ...def.env, DELIVERY_THREAD: "off" }
   }
 }
 
@@ -502,6 +509,7 @@ if (process.env.BENCH_BASELINE !== undefined) {
       ...def,
       label: `${def.label.replace("service", "baseline")} (${checkout})`,
       short,
+      env: nodeStartCommand(checkout).env,
       command: (extraNodeArgs = []) => {
         const [node, ...args] = def.command(extraNodeArgs)
         return [node, ...args.slice(0, -1), join(checkout, relative(root, args.at(-1)))]

@@ -15,7 +15,7 @@ import { resolve } from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import { migrations as migrationList } from "../../adapters/sql/Migrations.ts"
 import { MailThrottle } from "../../core/subscriptions/Subscription.ts"
-import { AppProcess, freePort, nodeAppCommand, postForm, testDatabase } from "../support/AppProcess.ts"
+import { AppProcess, freePort, nodeAppCommand, nodeAppEnv, postForm, testDatabase } from "../support/AppProcess.ts"
 import {
   accountUri,
   createClient,
@@ -561,6 +561,7 @@ describe.skipIf(!onPostgres)(
           cwd: root,
           env: {
             ...process.env,
+            ...nodeAppEnv,
             PORT: String(port),
             // vitest puts its own BASE_URL ("/") in process.env, which the app refuses at start.
             BASE_URL: `http://127.0.0.1:${port}`,

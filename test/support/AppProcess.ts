@@ -21,6 +21,8 @@ const root = resolve(import.meta.dirname, "../..")
 const nodeStart = nodeStartCommand()
 const nodeAppBundle = nodeStart.entry
 export const nodeAppCommand: ReadonlyArray<string> = [process.execPath, ...nodeStart.flags, nodeAppBundle]
+// The variables npm start sets for the Node app (MALLOC_ARENA_MAX).
+export const nodeAppEnv: Readonly<Record<string, string>> = nodeStart.env
 export const cliBundle = join(root, "dist/cli/main.mjs")
 const commands: Record<string, () => ReadonlyArray<string>> = {
   node: () => nodeAppCommand,
@@ -186,7 +188,8 @@ export class AppProcess {
     if (command === undefined) throw new Error(`APP_RUNTIME=${runtime}: no such app`)
     const bundle = args.at(-1)!
     if (!existsSync(bundle)) throw new Error(`${bundle} is missing: run \`npm run build\` (vitest's globalSetup does)`)
-    const child = spawn(command, args, { cwd: root, env: { ...process.env, ...this.env }, stdio: "pipe" })
+    const env = { ...process.env, ...(runtime === "node" ? nodeAppEnv : {}), ...this.env }
+    const child = spawn(command, args, { cwd: root, env, stdio: "pipe" })
     this.child = child
     child.stdout!.on("data", (chunk) => (this.log += chunk))
     child.stderr!.on("data", (chunk) => (this.log += chunk))
