@@ -4,3 +4,4 @@ export declare const nodeStartCommand: (checkout?: string) => {
   readonly entry: string
 }
 export declare const denoStartCommand: () => Array<string>
+export declare const denoStartEnv: () => Readonly<Record<string, string>>

@@ -20,7 +20,7 @@ import { createServer } from "node:net"
 import os from "node:os"
 import { join, relative, resolve } from "node:path"
 import pg from "pg"
-import { denoStartCommand, nodeStartCommand } from "../../scripts/start-commands.mjs"
+import { denoStartCommand, denoStartEnv, nodeStartCommand } from "../../scripts/start-commands.mjs"
 import { askProbe } from "./heap-probe.mjs"
 import { createMariadbDatabase, dropAllMariadbDatabases, dropMariadbDatabase, mariadbCounts } from "./mariadb.mjs"
 
@@ -415,6 +415,7 @@ export const targetDefinitions = {
     label: "service (deno, sqlite)",
     short: "deno",
     command: denoStartCommand,
+    env: denoStartEnv(),
     bundle: true,
     database: "sqlite",
     app: true

@@ -5,7 +5,7 @@ import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { afterAll, expect } from "vitest"
-import { denoStartCommand, nodeStartCommand } from "../../scripts/start-commands.mjs"
+import { denoStartCommand, denoStartEnv, nodeStartCommand } from "../../scripts/start-commands.mjs"
 import { ContractProxy } from "./ContractProxy.ts"
 import * as MariaDb from "./MariaDb.ts"
 import { createTestDatabase, dropDatabaseSync, queryPostgresSync, type TestDatabase } from "./Postgres.ts"
@@ -21,8 +21,12 @@ const root = resolve(import.meta.dirname, "../..")
 const nodeStart = nodeStartCommand()
 const nodeAppBundle = nodeStart.entry
 export const nodeAppCommand: ReadonlyArray<string> = [process.execPath, ...nodeStart.flags, nodeAppBundle]
-// The variables npm start sets for the Node app (MALLOC_ARENA_MAX).
+// The variables npm start and npm run start:deno set for the app (MALLOC_ARENA_MAX).
 export const nodeAppEnv: Readonly<Record<string, string>> = nodeStart.env
+const startEnvs: Record<string, () => Readonly<Record<string, string>>> = {
+  node: () => nodeAppEnv,
+  deno: denoStartEnv
+}
 export const cliBundle = join(root, "dist/cli/main.mjs")
 const commands: Record<string, () => ReadonlyArray<string>> = {
   node: () => nodeAppCommand,
@@ -188,7 +192,7 @@ export class AppProcess {
     if (command === undefined) throw new Error(`APP_RUNTIME=${runtime}: no such app`)
     const bundle = args.at(-1)!
     if (!existsSync(bundle)) throw new Error(`${bundle} is missing: run \`npm run build\` (vitest's globalSetup does)`)
-    const env = { ...process.env, ...(runtime === "node" ? nodeAppEnv : {}), ...this.env }
+    const env = { ...process.env, ...startEnvs[runtime]!(), ...this.env }
     const child = spawn(command, args, { cwd: root, env, stdio: "pipe" })
     this.child = child
     child.stdout!.on("data", (chunk) => (this.log += chunk))
