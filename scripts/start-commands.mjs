@@ -15,9 +15,10 @@ const startScript = (checkout, name) => JSON.parse(readFileSync(join(checkout, "
 const execEnv = String.raw`(?:^|&&)\s*(?:exec\s+)?(?:env((?:\s+[A-Z_][A-Z0-9_]*=\S*)+)\s+)?`
 const envOf = (assignments = "") =>
   Object.fromEntries(
-    assignments.trim().split(/\s+/).filter(Boolean).map((
-      a
-    ) => [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)])
+    assignments.trim().split(/\s+/).filter(Boolean).map((assignment) => {
+      const at = assignment.indexOf("=")
+      return [assignment.slice(0, at), assignment.slice(at + 1)]
+    })
   )
 
 // `node scripts/build.mjs && exec env NAME=value... node [--flags] dist/node/main.mjs`: plain node on the bundle
