@@ -388,18 +388,16 @@ const nodeService = (extraNodeArgs = []) => {
   const { entry, flags } = nodeStartCommand()
   return [process.execPath, ...flags, ...extraNodeArgs, entry]
 }
-// The variables npm start sets for the Node app (MALLOC_ARENA_MAX).
-const nodeServiceEnv = nodeStartCommand().env
+// What every target of the Node app shares: npm start's command line and the variables it sets (MALLOC_ARENA_MAX),
+// on the bundle.
+const nodeApp = { command: nodeService, env: nodeStartCommand().env, bundle: true, app: true }
 
 export const targetDefinitions = {
   service: {
     label: "service (node, sqlite)",
     short: "service",
-    command: nodeService,
-    env: nodeServiceEnv,
-    bundle: true,
-    database: "sqlite",
-    app: true
+    ...nodeApp,
+    database: "sqlite"
   },
   ref1: {
     label: "ref1 node:http+bsqlite3",
@@ -423,11 +421,8 @@ export const targetDefinitions = {
   "service-pg": {
     label: "service (node, postgres)",
     short: "service-pg",
-    command: nodeService,
-    env: nodeServiceEnv,
-    bundle: true,
-    database: "postgres",
-    app: true
+    ...nodeApp,
+    database: "postgres"
   },
   "ref-pg": {
     label: "ref-pg node:http+pg",
@@ -444,11 +439,8 @@ export const targetDefinitions = {
   "service-mariadb": {
     label: "service (node, mariadb)",
     short: "service-mariadb",
-    command: nodeService,
-    env: nodeServiceEnv,
-    bundle: true,
-    database: "mariadb",
-    app: true
+    ...nodeApp,
+    database: "mariadb"
   },
   "ref-mariadb": {
     label: "ref-mariadb node:http+mysql2",
@@ -467,22 +459,16 @@ export const targetDefinitions = {
   "service-hooks": {
     label: "service + 1 webhook endpoint (node, sqlite)",
     short: "service-hooks",
-    command: nodeService,
-    env: nodeServiceEnv,
-    bundle: true,
+    ...nodeApp,
     database: "sqlite",
-    app: true,
     webhooks: true
   },
   // Two processes of the bundle on one database, each on its own port; the load is split between them.
   "service-pg-x2": {
     label: "service x2 (node, postgres)",
     short: "service-pg-x2",
-    command: nodeService,
-    env: nodeServiceEnv,
-    bundle: true,
+    ...nodeApp,
     database: "postgres",
-    app: true,
     instances: 2
   }
 }

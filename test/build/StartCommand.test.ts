@@ -46,8 +46,9 @@ describe("npm start's node", () => {
       try {
         const probe = join(dir, "probe.mjs")
         writeFileSync(probe, "console.log(JSON.stringify([process.env.MALLOC_ARENA_MAX, process.pid]))")
-        const command = start.slice(start.indexOf("&&") + 2).replace(bundle, probe)
-        assert.notStrictEqual(command, start.slice(start.indexOf("&&") + 2))
+        const afterBuild = start.slice(start.indexOf("&&") + 2)
+        const command = afterBuild.replace(bundle, probe)
+        assert.notStrictEqual(command, afterBuild)
         const run = spawnSync("sh", ["-c", `echo $$; ${command}`], {
           cwd: root,
           encoding: "utf8",

@@ -21,16 +21,16 @@ const root = resolve(import.meta.dirname, "../..")
 const nodeStart = nodeStartCommand()
 const nodeAppBundle = nodeStart.entry
 export const nodeAppCommand: ReadonlyArray<string> = [process.execPath, ...nodeStart.flags, nodeAppBundle]
-// The variables npm start and npm run start:deno set for the app (MALLOC_ARENA_MAX).
+// The variables npm start sets for the app (MALLOC_ARENA_MAX).
 export const nodeAppEnv: Readonly<Record<string, string>> = nodeStart.env
-const startEnvs: Record<string, () => Readonly<Record<string, string>>> = {
-  node: () => nodeAppEnv,
-  deno: denoStartEnv
-}
 export const cliBundle = join(root, "dist/cli/main.mjs")
-const commands: Record<string, () => ReadonlyArray<string>> = {
-  node: () => nodeAppCommand,
-  deno: denoStartCommand
+// Each runtime's command line, and the variables its start script sets.
+const commands: Record<
+  string,
+  () => { readonly argv: ReadonlyArray<string>; readonly env: Readonly<Record<string, string>> }
+> = {
+  node: () => ({ argv: nodeAppCommand, env: nodeAppEnv }),
+  deno: () => ({ argv: denoStartCommand(), env: denoStartEnv() })
 }
 
 export const freePort = (): Promise<number> =>
@@ -188,11 +188,12 @@ export class AppProcess {
 
   async start(): Promise<void> {
     const runtime = process.env.APP_RUNTIME ?? "node"
-    const [command, ...args] = commands[runtime]?.() ?? []
-    if (command === undefined) throw new Error(`APP_RUNTIME=${runtime}: no such app`)
+    const start = commands[runtime]?.()
+    const [command, ...args] = start?.argv ?? []
+    if (start === undefined || command === undefined) throw new Error(`APP_RUNTIME=${runtime}: no such app`)
     const bundle = args.at(-1)!
     if (!existsSync(bundle)) throw new Error(`${bundle} is missing: run \`npm run build\` (vitest's globalSetup does)`)
-    const env = { ...process.env, ...startEnvs[runtime]!(), ...this.env }
+    const env = { ...process.env, ...start.env, ...this.env }
     const child = spawn(command, args, { cwd: root, env, stdio: "pipe" })
     this.child = child
     child.stdout!.on("data", (chunk) => (this.log += chunk))
